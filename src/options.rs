@@ -1,0 +1,212 @@
+//! Table options, parsed once with clear errors.
+//!
+//! Options arrive from `CREATE EXTERNAL TABLE … OPTIONS (…)` (where DataFusion may prefix them
+//! with `format.`), from `read_zarr(…)` arguments and from the command line. Keys are matched
+//! case-insensitively, with or without the `format.` prefix.
+
+use crate::error::{Result, ZarrError};
+
+/// The Arrow type that `fixed_length_utf32` columns become.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StringType {
+    /// `Utf8` (32-bit offsets), the default.
+    #[default]
+    Utf8,
+    /// `Utf8View`.
+    Utf8View,
+    /// `LargeUtf8` (64-bit offsets).
+    LargeUtf8,
+    /// `FixedSizeBinary(length_bytes)`: the raw code units as UTF-32LE.
+    FixedSizeBinary,
+}
+
+impl StringType {
+    /// Parses `utf8`, `utf8view`, `large_utf8` or `fixed_size_binary` (case-insensitive).
+    pub fn parse(value: &str) -> Result<Self> {
+        match value.to_ascii_lowercase().as_str() {
+            "utf8" => Ok(Self::Utf8),
+            "utf8view" | "utf8_view" => Ok(Self::Utf8View),
+            "large_utf8" | "largeutf8" => Ok(Self::LargeUtf8),
+            "fixed_size_binary" | "fixedsizebinary" => Ok(Self::FixedSizeBinary),
+            _ => Err(ZarrError::Option(format!(
+                "string_type '{value}' is not one of utf8, utf8view, large_utf8, fixed_size_binary"
+            ))),
+        }
+    }
+}
+
+/// What to do with a code unit that is not a Unicode scalar value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InvalidUtf32 {
+    /// Fail the query with an error naming the array, chunk and element (the default).
+    #[default]
+    Error,
+    /// Replace each invalid code unit with U+FFFD.
+    Replace,
+    /// Read the whole element as NULL.
+    Null,
+}
+
+impl InvalidUtf32 {
+    /// Parses `error`, `replace` or `null` (case-insensitive).
+    pub fn parse(value: &str) -> Result<Self> {
+        match value.to_ascii_lowercase().as_str() {
+            "error" => Ok(Self::Error),
+            "replace" => Ok(Self::Replace),
+            "null" => Ok(Self::Null),
+            _ => Err(ZarrError::Option(format!(
+                "invalid_utf32 '{value}' is not one of error, replace, null"
+            ))),
+        }
+    }
+}
+
+/// Options of a Zarr table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ZarrOptions {
+    /// The node inside the store (`""` = the store root).
+    pub path: String,
+    /// Arrow type of `fixed_length_utf32` columns.
+    pub string_type: StringType,
+    /// Handling of invalid code units.
+    pub invalid_utf32: InvalidUtf32,
+    /// Read elements equal to the fill value as NULL.
+    pub fill_as_null: bool,
+    /// For a group: the arrays that form the value columns, in this order.
+    pub arrays: Option<Vec<String>>,
+    /// Largest decoded chunk (or shard) accepted, in bytes.
+    pub max_chunk_bytes: u64,
+    /// Largest metadata document accepted, in bytes.
+    pub max_metadata_bytes: u64,
+}
+
+impl Default for ZarrOptions {
+    fn default() -> Self {
+        Self {
+            path: String::new(),
+            string_type: StringType::default(),
+            invalid_utf32: InvalidUtf32::default(),
+            fill_as_null: false,
+            arrays: None,
+            max_chunk_bytes: 1 << 30,
+            max_metadata_bytes: 64 << 20,
+        }
+    }
+}
+
+/// The option keys, as documented.
+pub const OPTION_KEYS: &[&str] = &[
+    "path",
+    "string_type",
+    "invalid_utf32",
+    "fill_as_null",
+    "arrays",
+    "max_chunk_bytes",
+    "max_metadata_bytes",
+];
+
+impl ZarrOptions {
+    /// Builds options from key/value pairs; unknown keys and bad values are errors.
+    pub fn from_pairs<K, V>(pairs: impl IntoIterator<Item = (K, V)>) -> Result<Self>
+    where
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let mut options = Self::default();
+        for (key, value) in pairs {
+            options.set(key.as_ref(), value.as_ref())?;
+        }
+        Ok(options)
+    }
+
+    /// Sets one option.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let lower = key.trim().to_ascii_lowercase();
+        let key = lower.strip_prefix("format.").unwrap_or(&lower);
+        match key {
+            "path" => self.path = value.to_string(),
+            "string_type" => self.string_type = StringType::parse(value)?,
+            "invalid_utf32" => self.invalid_utf32 = InvalidUtf32::parse(value)?,
+            "fill_as_null" => self.fill_as_null = parse_bool(key, value)?,
+            "arrays" => {
+                let names: Vec<String> = value
+                    .split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                if names.is_empty() {
+                    return Err(ZarrError::Option(
+                        "arrays must name at least one array (comma-separated)".into(),
+                    ));
+                }
+                self.arrays = Some(names);
+            }
+            "max_chunk_bytes" => self.max_chunk_bytes = parse_size(key, value)?,
+            "max_metadata_bytes" => self.max_metadata_bytes = parse_size(key, value)?,
+            _ => {
+                return Err(ZarrError::Option(format!(
+                    "unknown option '{key}'; known options: {}",
+                    OPTION_KEYS.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse_bool(key: &str, value: &str) -> Result<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(ZarrError::Option(format!(
+            "{key} '{value}' is not a boolean (true or false)"
+        ))),
+    }
+}
+
+fn parse_size(key: &str, value: &str) -> Result<u64> {
+    match value.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(ZarrError::Option(format!(
+            "{key} '{value}' is not a positive number of bytes"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_accept_format_prefix_and_any_case() {
+        let o = ZarrOptions::from_pairs([
+            ("FORMAT.String_Type", "utf8view"),
+            ("path", "a/b"),
+            ("format.fill_as_null", "true"),
+        ])
+        .unwrap();
+        assert_eq!(o.string_type, StringType::Utf8View);
+        assert_eq!(o.path, "a/b");
+        assert!(o.fill_as_null);
+    }
+
+    #[test]
+    fn unknown_key_lists_known_ones() {
+        let e = ZarrOptions::from_pairs([("colour", "red")]).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("unknown option 'colour'"), "{msg}");
+        assert!(
+            msg.contains("string_type") && msg.contains("invalid_utf32"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn bad_values_are_errors() {
+        assert!(ZarrOptions::from_pairs([("string_type", "utf16")]).is_err());
+        assert!(ZarrOptions::from_pairs([("invalid_utf32", "skip")]).is_err());
+        assert!(ZarrOptions::from_pairs([("fill_as_null", "maybe")]).is_err());
+        assert!(ZarrOptions::from_pairs([("arrays", " , ")]).is_err());
+        assert!(ZarrOptions::from_pairs([("max_chunk_bytes", "-1")]).is_err());
+    }
+}

@@ -1,0 +1,75 @@
+//! [`ZarrTable`], the DataFusion [`TableProvider`] of a Zarr node.
+
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use async_trait::async_trait;
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::stats::Precision;
+use datafusion::common::{Result as DFResult, Statistics};
+use datafusion::datasource::TableType;
+use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::logical_expr::Expr;
+use datafusion::physical_plan::ExecutionPlan;
+
+use crate::error::Result;
+use crate::node::open_node;
+use crate::options::ZarrOptions;
+use crate::scan::ZarrScanExec;
+use crate::store::ZarrStore;
+use crate::table::TableModel;
+
+/// A Zarr array or group as a table. Opening it reads metadata only.
+#[derive(Debug, Clone)]
+pub struct ZarrTable {
+    model: Arc<TableModel>,
+}
+
+impl ZarrTable {
+    /// Opens the node `options.path` of the store at `location` (a local directory, or a URL
+    /// whose object store is registered in `runtime`).
+    pub async fn open(runtime: &RuntimeEnv, location: &str, options: ZarrOptions) -> Result<Self> {
+        let store = ZarrStore::open(runtime, location)?;
+        let node = open_node(&store, &options).await?;
+        let model = TableModel::new(store, node, options)?;
+        Ok(Self {
+            model: Arc::new(model),
+        })
+    }
+
+    /// The table model (columns, shape, opened node).
+    pub fn model(&self) -> &Arc<TableModel> {
+        &self.model
+    }
+}
+
+#[async_trait]
+impl TableProvider for ZarrTable {
+    fn schema(&self) -> SchemaRef {
+        self.model.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn statistics(&self) -> Option<Statistics> {
+        let rows = usize::try_from(self.model.num_rows().ok()?).ok()?;
+        Some(Statistics::new_unknown(&self.model.schema).with_num_rows(Precision::Exact(rows)))
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        let projection = projection
+            .cloned()
+            .unwrap_or_else(|| (0..self.model.columns.len()).collect());
+        let target_partitions = state.config().target_partitions();
+        let exec = ZarrScanExec::try_new(self.model.clone(), projection, target_partitions, limit)?;
+        Ok(Arc::new(exec))
+    }
+}

@@ -1,0 +1,243 @@
+//! The scan: [`ZarrScanExec`] divides the table's chunk grid into partitions (plain ranges of
+//! chunk ids) and streams each one.
+
+mod convert;
+mod read;
+mod stream;
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use datafusion::common::stats::Precision;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{Result as DFResult, Statistics};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::EquivalenceProperties;
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PhysicalExpr, PlanProperties,
+    StatisticsArgs,
+};
+
+pub use read::{Chunk, Elements, ReadCounts, for_each_run, read_chunk};
+pub use stream::unravel;
+
+use crate::error::{Result, ZarrError};
+use crate::table::TableModel;
+use stream::{PartitionScan, ScanMetrics};
+
+/// Physical plan node scanning a Zarr table.
+#[derive(Debug)]
+pub struct ZarrScanExec {
+    model: Arc<TableModel>,
+    projection: Vec<usize>,
+    schema: SchemaRef,
+    /// Chunk ids (C order over the grid array's chunk grid) of each output partition.
+    partitions: Vec<Range<u64>>,
+    /// Rows of each partition.
+    partition_rows: Vec<u64>,
+    limit: Option<usize>,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl ZarrScanExec {
+    /// Plans a scan of `projection` (column indices of the model) over at most
+    /// `target_partitions` partitions, reading no more chunks than `limit` rows need.
+    pub fn try_new(
+        model: Arc<TableModel>,
+        projection: Vec<usize>,
+        target_partitions: usize,
+        limit: Option<usize>,
+    ) -> Result<Self> {
+        let schema =
+            Arc::new(model.schema.project(&projection).map_err(|e| {
+                ZarrError::Option(format!("invalid projection {projection:?}: {e}"))
+            })?);
+        let grid = model.grid.zarrs()?;
+        let grid_shape = grid.chunk_grid_shape().to_vec();
+        let total_chunks = grid_shape
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| ZarrError::metadata(&model.display, "chunk count overflows u64"))?;
+        let chunk_rows = |id: u64| -> Result<u64> {
+            let subset = grid
+                .chunk_subset_bounded(&unravel(id, &grid_shape))
+                .map_err(|e| ZarrError::metadata(&model.display, e.to_string()))?;
+            Ok(subset.num_elements())
+        };
+        // With a limit, only the leading chunks that hold `limit` rows are read, in one
+        // partition, so `LIMIT n` fetches as few chunks as it can.
+        let (partitions, partition_rows) = if let Some(limit) = limit {
+            let mut rows = 0u64;
+            let mut end = 0u64;
+            while end < total_chunks && rows < limit as u64 {
+                rows += chunk_rows(end)?;
+                end += 1;
+            }
+            (vec![0..end], vec![rows.min(limit as u64)])
+        } else {
+            let n = (target_partitions.max(1) as u64).min(total_chunks.max(1));
+            let mut partitions = Vec::new();
+            let mut partition_rows = Vec::new();
+            for p in 0..n {
+                let range = total_chunks * p / n..total_chunks * (p + 1) / n;
+                let mut rows = 0u64;
+                for id in range.clone() {
+                    rows += chunk_rows(id)?;
+                }
+                partitions.push(range);
+                partition_rows.push(rows);
+            }
+            (partitions, partition_rows)
+        };
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            Partitioning::UnknownPartitioning(partitions.len()),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        Ok(Self {
+            model,
+            projection,
+            schema,
+            partitions,
+            partition_rows,
+            limit,
+            properties: Arc::new(properties),
+            metrics: ExecutionPlanMetricsSet::new(),
+        })
+    }
+
+    /// Number of chunks of the grid array this scan may read.
+    pub fn planned_chunks(&self) -> u64 {
+        self.partitions.iter().map(|r| r.end - r.start).sum()
+    }
+}
+
+impl DisplayAs for ZarrScanExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let names: Vec<&str> = self
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
+        match t {
+            DisplayFormatType::Default | DisplayFormatType::Verbose => {
+                write!(
+                    f,
+                    "ZarrScanExec: node={}, projection=[{}], chunks={}",
+                    self.model.display,
+                    names.join(", "),
+                    self.planned_chunks()
+                )?;
+                if let Some(limit) = self.limit {
+                    write!(f, ", limit={limit}")?;
+                }
+                Ok(())
+            }
+            DisplayFormatType::TreeRender => {
+                writeln!(f, "node={}", self.model.display)?;
+                writeln!(f, "chunks={}", self.planned_chunks())?;
+                if let Some(limit) = self.limit {
+                    writeln!(f, "limit={limit}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl ExecutionPlan for ZarrScanExec {
+    fn name(&self) -> &str {
+        "ZarrScanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DFResult<TreeNodeRecursion>,
+    ) -> DFResult<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        _children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> DFResult<SendableRecordBatchStream> {
+        let units = self.partitions.get(partition).cloned().ok_or_else(|| {
+            datafusion::error::DataFusionError::Internal(format!(
+                "ZarrScanExec has no partition {partition}"
+            ))
+        })?;
+        let metrics = ScanMetrics {
+            chunks_read: MetricBuilder::new(&self.metrics).counter("chunks_read", partition),
+            chunks_missing: MetricBuilder::new(&self.metrics).counter("chunks_missing", partition),
+            bytes_read: MetricBuilder::new(&self.metrics).counter("bytes_read", partition),
+            rows_decoded: MetricBuilder::new(&self.metrics).counter("rows_decoded", partition),
+        };
+        let scan = PartitionScan::new(
+            self.model.clone(),
+            self.projection.clone(),
+            self.schema.clone(),
+            units,
+            context.session_config().batch_size(),
+            self.limit,
+            metrics,
+        );
+        let stream = futures::stream::try_unfold(scan, |mut scan| async move {
+            match scan.next_batch().await {
+                Ok(Some(batch)) => Ok(Some((batch, scan))),
+                Ok(None) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.schema.clone(),
+            stream,
+        )))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn statistics_from_inputs(
+        &self,
+        _input_stats: &[Arc<Statistics>],
+        args: &StatisticsArgs,
+    ) -> DFResult<Arc<Statistics>> {
+        let rows = match args.partition() {
+            Some(p) => self.partition_rows.get(p).copied().unwrap_or(0),
+            None => self.partition_rows.iter().sum(),
+        };
+        let rows = usize::try_from(rows).map_or(Precision::Absent, Precision::Exact);
+        Ok(Arc::new(
+            Statistics::new_unknown(&self.schema).with_num_rows(rows),
+        ))
+    }
+
+    fn fetch(&self) -> Option<usize> {
+        self.limit
+    }
+}

@@ -1,0 +1,380 @@
+//! Fetching and decoding chunks, and assembling the elements of a region (a box of the array)
+//! from the chunks that intersect it.
+//!
+//! zarrs decodes; we fetch through the object store (so remote stores and I/O counting work the
+//! same way) and copy rows of elements between chunk and region layouts.
+
+use std::borrow::Cow;
+use std::num::NonZeroU64;
+use std::ops::Range;
+use std::sync::Arc;
+
+use zarrs::array::{ArrayBytes, ArraySubset, ArrayToBytesCodecTraits, CodecOptions};
+
+use crate::error::{Result, ZarrError};
+use crate::node::ArrayNode;
+use crate::options::ZarrOptions;
+use crate::store::ZarrStore;
+
+/// Decoded elements in C order.
+#[derive(Debug, Clone)]
+pub enum Elements {
+    /// Fixed-size elements: `size` bytes each, native byte order.
+    Fixed {
+        /// The bytes.
+        bytes: Vec<u8>,
+        /// Bytes per element.
+        size: usize,
+    },
+    /// Variable-length elements (`string`): element `i` is `bytes[offsets[i]..offsets[i + 1]]`.
+    Variable {
+        /// The concatenated bytes.
+        bytes: Vec<u8>,
+        /// `len + 1` offsets.
+        offsets: Vec<usize>,
+    },
+}
+
+impl Elements {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            Elements::Fixed { bytes, size } => bytes.len() / (*size).max(1),
+            Elements::Variable { offsets, .. } => offsets.len().saturating_sub(1),
+        }
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One decoded chunk.
+#[derive(Debug)]
+pub struct Chunk {
+    /// Grid indices of the chunk.
+    pub indices: Vec<u64>,
+    /// The chunk's key relative to the array.
+    pub key: String,
+    /// Origin of the chunk in the array.
+    pub origin: Vec<u64>,
+    /// The chunk's full shape (edge chunks extend past the array).
+    pub shape: Vec<u64>,
+    /// The elements, C order over `shape`.
+    pub elements: Elements,
+    /// Whether the chunk object was absent (all elements are the fill value).
+    pub missing: bool,
+    /// Encoded bytes fetched.
+    pub bytes_read: u64,
+}
+
+/// Counters of the work done while reading.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ReadCounts {
+    /// Chunk objects fetched and decoded.
+    pub chunks_read: usize,
+    /// Chunk objects that were absent.
+    pub chunks_missing: usize,
+    /// Encoded bytes fetched.
+    pub bytes_read: u64,
+}
+
+/// Fetches and decodes the chunk at `indices`. An absent chunk reads as the fill value.
+pub async fn read_chunk(
+    store: &ZarrStore,
+    node: &ArrayNode,
+    indices: &[u64],
+    options: &ZarrOptions,
+) -> Result<Chunk> {
+    let array = node.zarrs()?;
+    let (full_key, key) = chunk_key(node, indices)?;
+    let chunk_err = |message: String| ZarrError::Chunk {
+        array: node.display.clone(),
+        chunk: key.clone(),
+        message,
+    };
+    let shape: Vec<NonZeroU64> = array
+        .chunk_shape(indices)
+        .map_err(|e| chunk_err(e.to_string()))?
+        .to_vec();
+    let origin = array
+        .chunk_origin(indices)
+        .map_err(|e| chunk_err(e.to_string()))?;
+    let num_elements = shape
+        .iter()
+        .try_fold(1u64, |acc, d| acc.checked_mul(d.get()))
+        .ok_or_else(|| chunk_err("chunk element count overflows u64".into()))?;
+    if let Some(size) = array.data_type().fixed_size() {
+        let declared = num_elements.checked_mul(size as u64);
+        if declared.is_none_or(|d| d > options.max_chunk_bytes) {
+            return Err(chunk_err(format!(
+                "decoded chunk would be {} bytes, more than max_chunk_bytes = {}",
+                declared.map_or("over 2^64".to_string(), |d| d.to_string()),
+                options.max_chunk_bytes
+            )));
+        }
+    }
+    let object = store
+        .get(&full_key, options.max_chunk_bytes, "max_chunk_bytes")
+        .await?;
+    let (decoded, missing, bytes_read) = match &object {
+        Some(encoded) => {
+            let decoded = array
+                .codecs()
+                .decode(
+                    Cow::Borrowed(encoded.as_ref()),
+                    &shape,
+                    array.data_type(),
+                    array.fill_value(),
+                    &CodecOptions::default(),
+                )
+                .map_err(|e| chunk_err(format!("cannot decode: {e}")))?;
+            (decoded.into_owned(), false, encoded.len() as u64)
+        }
+        None => {
+            let fill =
+                ArrayBytes::new_fill_value(array.data_type(), num_elements, array.fill_value())
+                    .map_err(|e| chunk_err(format!("cannot build the fill value: {e}")))?;
+            (fill, true, 0)
+        }
+    };
+    let elements = match decoded {
+        ArrayBytes::Fixed(bytes) => Elements::Fixed {
+            bytes: bytes.into_owned(),
+            size: array.data_type().fixed_size().unwrap_or(1),
+        },
+        ArrayBytes::Variable(v) => {
+            let (bytes, offsets) = v.into_parts();
+            Elements::Variable {
+                bytes: bytes.into_owned(),
+                offsets: offsets.to_vec(),
+            }
+        }
+        ArrayBytes::Optional(_) => {
+            return Err(chunk_err(
+                "optional (masked) data types are not supported".into(),
+            ));
+        }
+    };
+    if elements.len() as u64 != num_elements {
+        return Err(chunk_err(format!(
+            "decoded {} elements, the chunk shape declares {num_elements}",
+            elements.len()
+        )));
+    }
+    Ok(Chunk {
+        indices: indices.to_vec(),
+        key,
+        origin,
+        shape: shape.iter().map(|d| d.get()).collect(),
+        elements,
+        missing,
+        bytes_read,
+    })
+}
+
+/// The chunk's key in the store, and relative to the array (as shown in errors).
+pub fn chunk_key(node: &ArrayNode, indices: &[u64]) -> Result<(String, String)> {
+    let full = node.zarrs()?.chunk_key(indices).to_string();
+    let relative = match full.strip_prefix(node.path.as_str()) {
+        Some(rest) if !node.path.is_empty() => rest.trim_start_matches('/').to_string(),
+        _ => full.clone(),
+    };
+    Ok((full, relative))
+}
+
+/// A region's elements: either a whole decoded chunk (no copy) or an assembled copy.
+#[derive(Debug, Clone)]
+pub enum Region {
+    /// The region is exactly one chunk.
+    Whole(Arc<Chunk>),
+    /// Elements copied from one or more chunks.
+    Assembled(Elements),
+}
+
+impl Region {
+    /// The elements, C order over the region.
+    pub fn elements(&self) -> &Elements {
+        match self {
+            Region::Whole(c) => &c.elements,
+            Region::Assembled(e) => e,
+        }
+    }
+}
+
+/// Reads the elements of `region` (one range per dimension) of `node`, keeping the last
+/// decoded chunk in `cache` so that neighbouring regions inside one chunk decode it once.
+pub async fn read_region(
+    store: &ZarrStore,
+    node: &ArrayNode,
+    region: &[Range<u64>],
+    options: &ZarrOptions,
+    cache: &mut Option<Arc<Chunk>>,
+    counts: &mut ReadCounts,
+) -> Result<Region> {
+    let array = node.zarrs()?;
+    let subset = ArraySubset::new_with_ranges(region);
+    let chunks = array
+        .chunks_in_array_subset(&subset)
+        .map_err(|e| ZarrError::metadata(&node.display, e.to_string()))?
+        .ok_or_else(|| {
+            ZarrError::metadata(
+                &node.display,
+                format!("region {region:?} is outside the chunk grid"),
+            )
+        })?;
+    let region_start: Vec<u64> = region.iter().map(|r| r.start).collect();
+    let region_shape: Vec<u64> = region.iter().map(|r| r.end - r.start).collect();
+    let mut pieces: Vec<Arc<Chunk>> = Vec::new();
+    for indices in &chunks.indices() {
+        let chunk = match cache {
+            Some(c) if c.indices.as_slice() == indices.as_slice() => c.clone(),
+            _ => {
+                let c = Arc::new(read_chunk(store, node, &indices, options).await?);
+                if c.missing {
+                    counts.chunks_missing += 1;
+                } else {
+                    counts.chunks_read += 1;
+                }
+                counts.bytes_read += c.bytes_read;
+                *cache = Some(c.clone());
+                c
+            }
+        };
+        pieces.push(chunk);
+    }
+    if let [only] = pieces.as_slice()
+        && only.origin == region_start
+        && only.shape == region_shape
+    {
+        return Ok(Region::Whole(only.clone()));
+    }
+    let total = region_shape.iter().product::<u64>() as usize;
+    match pieces.first().map(|c| &c.elements) {
+        Some(Elements::Fixed { size, .. }) => {
+            let size = *size;
+            let mut out = vec![0u8; total * size];
+            for chunk in &pieces {
+                let Elements::Fixed { bytes, .. } = &chunk.elements else {
+                    continue;
+                };
+                for_each_run(
+                    &chunk.origin,
+                    &chunk.shape,
+                    &region_start,
+                    &region_shape,
+                    |src, dst, len| {
+                        out[dst * size..(dst + len) * size]
+                            .copy_from_slice(&bytes[src * size..(src + len) * size]);
+                    },
+                );
+            }
+            Ok(Region::Assembled(Elements::Fixed { bytes: out, size }))
+        }
+        Some(Elements::Variable { .. }) => {
+            let mut runs: Vec<(usize, usize, usize, usize)> = Vec::new();
+            for (ci, chunk) in pieces.iter().enumerate() {
+                for_each_run(
+                    &chunk.origin,
+                    &chunk.shape,
+                    &region_start,
+                    &region_shape,
+                    |src, dst, len| {
+                        runs.push((dst, ci, src, len));
+                    },
+                );
+            }
+            runs.sort_unstable();
+            let mut bytes = Vec::new();
+            let mut offsets = Vec::with_capacity(total + 1);
+            offsets.push(0);
+            for (_, ci, src, len) in runs {
+                if let Elements::Variable {
+                    bytes: b,
+                    offsets: o,
+                } = &pieces[ci].elements
+                {
+                    for i in src..src + len {
+                        bytes.extend_from_slice(&b[o[i]..o[i + 1]]);
+                        offsets.push(bytes.len());
+                    }
+                }
+            }
+            Ok(Region::Assembled(Elements::Variable { bytes, offsets }))
+        }
+        None => Ok(Region::Assembled(Elements::Fixed {
+            bytes: Vec::new(),
+            size: 1,
+        })),
+    }
+}
+
+/// Calls `f(src, dst, len)` for each run of elements that a chunk (`origin`, `shape`) and a
+/// region (`start`, `extent`) share along the last dimension: `len` elements starting at linear
+/// index `src` in the chunk and `dst` in the region, both in C order.
+pub fn for_each_run(
+    origin: &[u64],
+    shape: &[u64],
+    start: &[u64],
+    extent: &[u64],
+    mut f: impl FnMut(usize, usize, usize),
+) {
+    let ndim = shape.len();
+    if ndim == 0 {
+        f(0, 0, 1);
+        return;
+    }
+    // The intersection, in array coordinates.
+    let mut lo = vec![0u64; ndim];
+    let mut hi = vec![0u64; ndim];
+    for d in 0..ndim {
+        lo[d] = origin[d].max(start[d]);
+        hi[d] = (origin[d] + shape[d]).min(start[d] + extent[d]);
+        if lo[d] >= hi[d] {
+            return;
+        }
+    }
+    let run = (hi[ndim - 1] - lo[ndim - 1]) as usize;
+    let mut pos = lo.clone();
+    loop {
+        let mut src = 0u64;
+        let mut dst = 0u64;
+        for d in 0..ndim {
+            src = src * shape[d] + (pos[d] - origin[d]);
+            dst = dst * extent[d] + (pos[d] - start[d]);
+        }
+        f(src as usize, dst as usize, run);
+        // Advance the odometer over all but the last dimension.
+        let mut d = ndim - 1;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            pos[d] += 1;
+            if pos[d] < hi[d] {
+                break;
+            }
+            pos[d] = lo[d];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::for_each_run;
+
+    #[test]
+    fn runs_cover_the_intersection() {
+        // Chunk [4..8) x [3..6) of a 9x7 array, region [5..9) x [0..7).
+        let mut runs = Vec::new();
+        for_each_run(&[4, 3], &[4, 3], &[5, 0], &[4, 7], |s, d, l| {
+            runs.push((s, d, l))
+        });
+        assert_eq!(runs, vec![(3, 3, 3), (6, 10, 3), (9, 17, 3)]);
+        let mut one = Vec::new();
+        for_each_run(&[], &[], &[], &[], |s, d, l| one.push((s, d, l)));
+        assert_eq!(one, vec![(0, 0, 1)]);
+    }
+}

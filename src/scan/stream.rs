@@ -1,0 +1,273 @@
+//! One partition's stream: for each work unit (a chunk of the table's grid array), read the
+//! projected arrays' elements in that box, then emit RecordBatches of at most `batch_size`
+//! rows, transcoding each slice straight into the Arrow arrays that leave the scan.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array, UInt64Array};
+use arrow::compute::take;
+use arrow::datatypes::SchemaRef;
+use datafusion::physical_plan::metrics::Count;
+
+use crate::error::{Result, ZarrError};
+use crate::node::ArrayNode;
+use crate::scan::convert::to_arrow;
+use crate::scan::read::{Chunk, ReadCounts, Region, chunk_key, read_region};
+use crate::table::{ColumnSource, TableModel};
+
+/// Metrics a partition updates.
+#[derive(Debug, Clone)]
+pub struct ScanMetrics {
+    /// Chunk objects fetched and decoded.
+    pub chunks_read: Count,
+    /// Chunk objects found absent (read as the fill value).
+    pub chunks_missing: Count,
+    /// Encoded bytes fetched.
+    pub bytes_read: Count,
+    /// Table rows decoded.
+    pub rows_decoded: Count,
+}
+
+/// The state of one partition's scan.
+pub struct PartitionScan {
+    model: Arc<TableModel>,
+    projection: Vec<usize>,
+    schema: SchemaRef,
+    units: Range<u64>,
+    batch_size: usize,
+    remaining: Option<usize>,
+    caches: Vec<Option<Arc<Chunk>>>,
+    current: Option<Unit>,
+    metrics: ScanMetrics,
+}
+
+enum UnitColumn {
+    Index {
+        dim: usize,
+    },
+    Coordinate {
+        dim: usize,
+        values: ArrayRef,
+    },
+    Value {
+        node: Arc<ArrayNode>,
+        region: Region,
+    },
+}
+
+struct Unit {
+    origin: Vec<u64>,
+    extent: Vec<u64>,
+    rows: usize,
+    pos: usize,
+    columns: Vec<UnitColumn>,
+}
+
+impl PartitionScan {
+    /// A scan of chunk ids `units` of the model's grid array.
+    pub fn new(
+        model: Arc<TableModel>,
+        projection: Vec<usize>,
+        schema: SchemaRef,
+        units: Range<u64>,
+        batch_size: usize,
+        limit: Option<usize>,
+        metrics: ScanMetrics,
+    ) -> Self {
+        let caches = vec![None; projection.len()];
+        Self {
+            model,
+            projection,
+            schema,
+            units,
+            batch_size: batch_size.max(1),
+            remaining: limit,
+            caches,
+            current: None,
+            metrics,
+        }
+    }
+
+    /// The next batch, or `None` at the end of the partition.
+    pub async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            if self.remaining == Some(0) {
+                return Ok(None);
+            }
+            if let Some(unit) = &mut self.current
+                && unit.pos < unit.rows
+            {
+                let mut n = self.batch_size.min(unit.rows - unit.pos);
+                if let Some(r) = self.remaining {
+                    n = n.min(r);
+                }
+                let rows = unit.pos..unit.pos + n;
+                unit.pos += n;
+                if let Some(r) = &mut self.remaining {
+                    *r -= n;
+                }
+                let batch = build_batch(&self.model, &self.schema, unit, rows)?;
+                return Ok(Some(batch));
+            }
+            let Some(id) = self.units.next() else {
+                return Ok(None);
+            };
+            self.current = Some(self.load_unit(id).await?);
+        }
+    }
+
+    async fn load_unit(&mut self, id: u64) -> Result<Unit> {
+        let model = self.model.clone();
+        let grid = model.grid.zarrs()?;
+        let indices = unravel(id, grid.chunk_grid_shape());
+        let subset = grid
+            .chunk_subset_bounded(&indices)
+            .map_err(|e| ZarrError::metadata(&model.grid.display, e.to_string()))?;
+        let origin = subset.start().to_vec();
+        let extent = subset.shape().to_vec();
+        let rows = usize::try_from(extent.iter().product::<u64>()).map_err(|_| {
+            ZarrError::metadata(&model.grid.display, "a chunk has more rows than usize")
+        })?;
+        let region: Vec<Range<u64>> = origin
+            .iter()
+            .zip(&extent)
+            .map(|(&o, &e)| o..o + e)
+            .collect();
+        let mut counts = ReadCounts::default();
+        let mut columns = Vec::with_capacity(self.projection.len());
+        for (slot, &ci) in self.projection.iter().enumerate() {
+            let column = &model.columns[ci];
+            columns.push(match &column.source {
+                ColumnSource::Index { dim } => UnitColumn::Index { dim: *dim },
+                ColumnSource::Coordinate { dim, array } => {
+                    let range = [region[*dim].clone()];
+                    let r = read_region(
+                        &model.store,
+                        array,
+                        &range,
+                        &model.options,
+                        &mut self.caches[slot],
+                        &mut counts,
+                    )
+                    .await?;
+                    let len = (range[0].end - range[0].start) as usize;
+                    let start = range[0].start;
+                    let locate = |row: usize| locate(array, &[start + row as u64]);
+                    let values = to_arrow(array, r.elements(), 0..len, &model.options, &locate)?;
+                    UnitColumn::Coordinate { dim: *dim, values }
+                }
+                ColumnSource::Value { array } => {
+                    let r = read_region(
+                        &model.store,
+                        array,
+                        &region,
+                        &model.options,
+                        &mut self.caches[slot],
+                        &mut counts,
+                    )
+                    .await?;
+                    UnitColumn::Value {
+                        node: array.clone(),
+                        region: r,
+                    }
+                }
+            });
+        }
+        self.metrics.chunks_read.add(counts.chunks_read);
+        self.metrics.chunks_missing.add(counts.chunks_missing);
+        self.metrics.bytes_read.add(counts.bytes_read as usize);
+        self.metrics.rows_decoded.add(rows);
+        Ok(Unit {
+            origin,
+            extent,
+            rows,
+            pos: 0,
+            columns,
+        })
+    }
+}
+
+fn build_batch(
+    model: &TableModel,
+    schema: &SchemaRef,
+    unit: &Unit,
+    rows: Range<usize>,
+) -> Result<RecordBatch> {
+    let ndim = unit.extent.len();
+    // strides[d]: rows per step along dimension d within the unit.
+    let mut strides = vec![1u64; ndim];
+    for d in (0..ndim.saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * unit.extent[d + 1];
+    }
+    let local = |d: usize, r: usize| (r as u64 / strides[d]) % unit.extent[d];
+    let mut arrays: Vec<ArrayRef> = Vec::with_capacity(unit.columns.len());
+    for column in &unit.columns {
+        arrays.push(match column {
+            UnitColumn::Index { dim } => Arc::new(UInt64Array::from_iter_values(
+                rows.clone().map(|r| unit.origin[*dim] + local(*dim, r)),
+            )),
+            UnitColumn::Coordinate { dim, values } => {
+                let idx =
+                    UInt32Array::from_iter_values(rows.clone().map(|r| local(*dim, r) as u32));
+                take(values.as_ref(), &idx, None).map_err(|e| {
+                    ZarrError::metadata(&model.display, format!("coordinate lookup: {e}"))
+                })?
+            }
+            UnitColumn::Value { node, region } => {
+                let origin = &unit.origin;
+                let extent = &unit.extent;
+                let locate = |row: usize| {
+                    let mut coords = vec![0u64; extent.len()];
+                    let mut rest = row as u64;
+                    for d in (0..extent.len()).rev() {
+                        coords[d] = origin[d] + rest % extent[d];
+                        rest /= extent[d];
+                    }
+                    locate(node, &coords)
+                };
+                to_arrow(
+                    node,
+                    region.elements(),
+                    rows.clone(),
+                    &model.options,
+                    &locate,
+                )?
+            }
+        });
+    }
+    let options = RecordBatchOptions::new().with_row_count(Some(rows.len()));
+    RecordBatch::try_new_with_options(schema.clone(), arrays, &options)
+        .map_err(|e| ZarrError::metadata(&model.display, format!("cannot build a batch: {e}")))
+}
+
+/// The chunk key and in-chunk index of the element at array coordinates `coords`.
+fn locate(node: &ArrayNode, coords: &[u64]) -> (String, u64) {
+    let Ok(array) = node.zarrs() else {
+        return (String::from("?"), 0);
+    };
+    let Ok(Some(indices)) = array.chunk_grid().chunk_indices(coords) else {
+        return (String::from("?"), 0);
+    };
+    let key = chunk_key(node, &indices).map_or_else(|_| "?".to_string(), |(_, k)| k);
+    let (Ok(origin), Ok(shape)) = (array.chunk_origin(&indices), array.chunk_shape(&indices))
+    else {
+        return (key, 0);
+    };
+    let mut index = 0u64;
+    for d in 0..coords.len() {
+        index = index * shape[d].get() + (coords[d] - origin[d]);
+    }
+    (key, index)
+}
+
+/// Linear chunk id → grid indices (C order).
+pub fn unravel(mut id: u64, grid_shape: &[u64]) -> Vec<u64> {
+    let mut indices = vec![0u64; grid_shape.len()];
+    for d in (0..grid_shape.len()).rev() {
+        let n = grid_shape[d].max(1);
+        indices[d] = id % n;
+        id /= n;
+    }
+    indices
+}
