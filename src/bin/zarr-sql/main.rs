@@ -1,1 +1,168 @@
-fn main() {}
+//! `zarr-sql`: SQL over Zarr stores, in the manner of datafusion-cli.
+//!
+//! ```text
+//! zarr-sql [LOCATION] [-c SQL]... [-f FILE]... [--format table|csv|json|ndjson] [-q]
+//! ```
+//! With a LOCATION, the store is registered as table `t`. Without `-c`/`-f`, statements are
+//! read from standard input: an interactive shell on a terminal, a script when piped.
+
+mod output;
+mod shell;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::{Parser, ValueEnum};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::sql::parser::DFParser;
+use datafusion_zarr::{ZarrOptions, ZarrTable};
+use futures::StreamExt;
+
+use output::{Format, Printer};
+
+/// Query Zarr stores (fixed_length_utf32 strings and the arrays beside them) with SQL.
+#[derive(Debug, Parser)]
+#[command(name = "zarr-sql", version, about)]
+struct Args {
+    /// A Zarr store (directory or URL) to register as table `t`.
+    location: Option<String>,
+
+    /// SQL to run (repeatable); statements run in order.
+    #[arg(short = 'c', long = "command")]
+    commands: Vec<String>,
+
+    /// A file of SQL statements to run (repeatable).
+    #[arg(short = 'f', long = "file")]
+    files: Vec<PathBuf>,
+
+    /// Output format of query results.
+    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    format: FormatArg,
+
+    /// Print no row counts or timings on stderr.
+    #[arg(short, long)]
+    quiet: bool,
+
+    /// A table option for LOCATION, as key=value (repeatable), e.g. string_type=utf8view.
+    #[arg(short = 'o', long = "option", value_name = "KEY=VALUE")]
+    options: Vec<String>,
+
+    /// Number of partitions (threads) a scan uses; defaults to the number of cores.
+    #[arg(short = 'p', long)]
+    partitions: Option<usize>,
+
+    /// Rows per batch.
+    #[arg(short = 'b', long)]
+    batch_size: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum FormatArg {
+    Table,
+    Csv,
+    Json,
+    #[value(alias = "nd-json")]
+    Ndjson,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("Error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A session with Zarr support, as the CLI configures it.
+fn session(args: &Args) -> SessionContext {
+    let mut config = SessionConfig::new().with_information_schema(true);
+    if let Some(p) = args.partitions {
+        config = config.with_target_partitions(p.max(1));
+    }
+    if let Some(b) = args.batch_size {
+        config = config.with_batch_size(b.max(1));
+    }
+    let ctx = SessionContext::new_with_config(config);
+    datafusion_zarr::register(&ctx);
+    ctx
+}
+
+async fn run(args: Args) -> Result<()> {
+    let ctx = session(&args);
+    if let Some(location) = &args.location {
+        let mut options = ZarrOptions::default();
+        for kv in &args.options {
+            let (k, v) = kv.split_once('=').ok_or_else(|| {
+                DataFusionError::Plan(format!("--option '{kv}' is not of the form key=value"))
+            })?;
+            options.set(k, v)?;
+        }
+        let table = ZarrTable::open(&ctx.runtime_env(), location, options).await?;
+        ctx.register_table("t", Arc::new(table))?;
+    } else if !args.options.is_empty() {
+        return Err(DataFusionError::Plan(
+            "--option applies to a LOCATION, and none was given".into(),
+        ));
+    }
+    let format = match args.format {
+        FormatArg::Table => Format::Table,
+        FormatArg::Csv => Format::Csv,
+        FormatArg::Json => Format::Json,
+        FormatArg::Ndjson => Format::Ndjson,
+    };
+    let printer = Printer {
+        format,
+        quiet: args.quiet,
+    };
+    if args.commands.is_empty() && args.files.is_empty() {
+        return shell::run(&ctx, &printer).await;
+    }
+    for sql in &args.commands {
+        run_sql(&ctx, sql, &printer).await?;
+    }
+    for file in &args.files {
+        let sql = std::fs::read_to_string(file).map_err(|e| {
+            DataFusionError::Execution(format!("cannot read {}: {e}", file.display()))
+        })?;
+        run_sql(&ctx, &sql, &printer).await?;
+    }
+    Ok(())
+}
+
+/// Runs every statement of `sql` in order, printing each result.
+pub(crate) async fn run_sql(ctx: &SessionContext, sql: &str, printer: &Printer) -> Result<()> {
+    let statements = DFParser::parse_sql(sql)?;
+    for statement in statements {
+        let start = Instant::now();
+        let plan = ctx.state().statement_to_plan(statement).await?;
+        let df = ctx.execute_logical_plan(plan).await?;
+        let schema = Arc::new(df.schema().as_arrow().clone());
+        let mut stream = df.execute_stream().await?;
+        let mut sink = printer.sink(schema)?;
+        let mut rows = 0usize;
+        while let Some(batch) = stream.next().await {
+            let batch = batch?;
+            rows += batch.num_rows();
+            sink.write(&batch)?;
+        }
+        sink.finish()?;
+        printer.summary(rows, start.elapsed());
+    }
+    Ok(())
+}

@@ -1,0 +1,371 @@
+//! One test per rule of the data types and the table model, on committed fixtures written by
+//! zarr-python 3.1.6 and xarray (`tests/data/fixtures/make_fixtures.py`).
+
+mod common;
+
+use arrow::datatypes::DataType;
+use serde_json::{Value, json};
+
+use common::*;
+
+fn expected() -> Value {
+    let text = std::fs::read_to_string(root().join("tests/data/fixtures/expected.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+async fn values(sql: &str, col: &str) -> Vec<Value> {
+    let ctx = context();
+    let batches = query(&ctx, sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    to_json(column(&batches, col).as_ref())
+}
+
+async fn error(sql: &str) -> String {
+    let ctx = context();
+    match ctx.sql(sql).await {
+        Ok(df) => match df.collect().await {
+            Ok(_) => panic!("{sql} should fail"),
+            Err(e) => e.to_string(),
+        },
+        Err(e) => e.to_string(),
+    }
+}
+
+#[tokio::test]
+async fn v2_big_endian_order_f_slash_separator_and_null_fill() {
+    let store = fixture("v2_be_order_f.zarr");
+    let got = values(
+        &format!("SELECT * FROM read_zarr('{store}') ORDER BY dim_0, dim_1"),
+        "value",
+    )
+    .await;
+    assert_eq!(Value::Array(got), expected()["v2_be_order_f"]["values"]);
+}
+
+#[tokio::test]
+async fn zero_d_array_has_one_row_and_no_index_column() {
+    let store = fixture("zero_d.zarr");
+    let ctx = context();
+    let batches = query(&ctx, &format!("SELECT * FROM read_zarr('{store}')"))
+        .await
+        .unwrap();
+    assert_eq!(batches[0].schema().fields().len(), 1);
+    assert_eq!(
+        to_json(column(&batches, "value").as_ref()),
+        vec![json!("héllo")]
+    );
+}
+
+#[tokio::test]
+async fn numeric_bool_and_vlen_string_columns() {
+    let store = fixture("types.zarr");
+    let ctx = context();
+    let batches = query(
+        &ctx,
+        &format!("SELECT * FROM read_zarr('{store}') ORDER BY i"),
+    )
+    .await
+    .unwrap();
+    let schema = batches[0].schema();
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    // The complex64 array is left out; the rest are sorted by name after the index column.
+    assert_eq!(
+        names,
+        [
+            "i", "b", "f16", "f32", "f64", "i16", "i32", "i64", "i8", "s", "u16", "u32", "u64",
+            "u8"
+        ]
+    );
+    let types = [
+        ("b", DataType::Boolean),
+        ("f16", DataType::Float16),
+        ("f32", DataType::Float32),
+        ("f64", DataType::Float64),
+        ("i8", DataType::Int8),
+        ("i64", DataType::Int64),
+        ("u64", DataType::UInt64),
+        ("s", DataType::Utf8),
+    ];
+    for (name, t) in types {
+        assert_eq!(
+            schema.field_with_name(name).unwrap().data_type(),
+            &t,
+            "{name}"
+        );
+    }
+    let exp = expected();
+    for (name, want) in exp["types"]["columns"].as_object().unwrap() {
+        let got = to_json(column(&batches, name).as_ref());
+        let want = want.as_array().unwrap();
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(want) {
+            assert!(same(g, w), "{name}: got {g}, expected {w}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn unsupported_type_is_an_error_only_when_used() {
+    let store = fixture("types.zarr");
+    let e = error(&format!("SELECT * FROM read_zarr('{store}', 'c')")).await;
+    assert!(
+        e.contains("unsupported data type complex64 in array"),
+        "{e}"
+    );
+    let e = error(&format!(
+        "SELECT * FROM read_zarr('{store}', '', 'arrays', 'i8,c')"
+    ))
+    .await;
+    assert!(e.contains("unsupported data type complex64"), "{e}");
+}
+
+#[tokio::test]
+async fn columns_with_different_chunk_shapes_line_up() {
+    let store = fixture("mixed_chunks.zarr");
+    let exp = expected();
+    let sql = format!("SELECT * FROM read_zarr('{store}') ORDER BY y, x");
+    for name in ["a", "b", "c", "d"] {
+        let got = values(&sql, name).await;
+        assert_eq!(
+            Value::Array(got),
+            exp["mixed_chunks"][name],
+            "column {name}"
+        );
+    }
+    // A different grid array (the first of `arrays`) gives the same rows.
+    let sql = format!("SELECT * FROM read_zarr('{store}', '', 'arrays', 'd,b,a') ORDER BY y, x");
+    for name in ["a", "b", "d"] {
+        let got = values(&sql, name).await;
+        assert_eq!(
+            Value::Array(got),
+            exp["mixed_chunks"][name],
+            "column {name}, grid d"
+        );
+    }
+}
+
+#[tokio::test]
+async fn fill_as_null_turns_fill_values_into_nulls() {
+    let store = fixture("fills.zarr");
+    let exp = expected();
+    let sql = format!("SELECT * FROM read_zarr('{store}', '', 'fill_as_null', 'true') ORDER BY i");
+    for name in ["ints", "floats", "strs"] {
+        let got = values(&sql, name).await;
+        assert_eq!(Value::Array(got), exp["fills"][name], "column {name}");
+    }
+    // Without the option, fill values are values.
+    let sql = format!("SELECT * FROM read_zarr('{store}') ORDER BY i");
+    assert_eq!(
+        values(&sql, "ints").await,
+        [
+            json!(5),
+            json!(-1),
+            json!(7),
+            json!(8),
+            json!(-1),
+            json!(-1),
+            json!(-1),
+            json!(-1)
+        ]
+    );
+    assert_eq!(values(&sql, "strs").await[1], json!("n/a"));
+    // Corpus case 09: the fill "n/a" becomes NULL, the explicit "" at 29 does not.
+    let store = corpus_store("09_fill_value_missing_chunks");
+    let sql =
+        format!("SELECT * FROM read_zarr('{store}', '', 'fill_as_null', 'true') ORDER BY dim_0");
+    let got = values(&sql, "value").await;
+    assert_eq!(got[29], json!(""));
+    let nulls = got.iter().filter(|v| v.is_null()).count();
+    assert!(nulls > 0);
+}
+
+#[tokio::test]
+async fn invalid_code_units_under_each_mode() {
+    let store = fixture("invalid_utf32.zarr");
+    let e = error(&format!("SELECT * FROM read_zarr('{store}')")).await;
+    assert!(
+        e.contains("chunk c/0, element 1: code unit 0x0000D800 is not a Unicode scalar value"),
+        "{e}"
+    );
+    assert!(e.contains("invalid_utf32.zarr"), "names the array: {e}");
+    let exp = expected();
+    for mode in ["replace", "null"] {
+        for string_type in ["utf8", "large_utf8", "utf8view"] {
+            let sql = format!(
+                "SELECT * FROM read_zarr('{store}', '', 'invalid_utf32', '{mode}', 'string_type', '{string_type}') ORDER BY dim_0"
+            );
+            let got = values(&sql, "value").await;
+            assert_eq!(
+                Value::Array(got),
+                exp["invalid_utf32"][mode],
+                "{mode} {string_type}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn string_types_give_the_same_strings() {
+    let store = corpus_store("10_unicode");
+    let base = values(
+        &format!("SELECT * FROM read_zarr('{store}') ORDER BY dim_0"),
+        "value",
+    )
+    .await;
+    for t in ["utf8view", "large_utf8"] {
+        let sql =
+            format!("SELECT * FROM read_zarr('{store}', '', 'string_type', '{t}') ORDER BY dim_0");
+        assert_eq!(values(&sql, "value").await, base, "{t}");
+    }
+    let ctx = context();
+    let sql = format!(
+        "SELECT * FROM read_zarr('{store}', '', 'string_type', 'fixed_size_binary') ORDER BY dim_0"
+    );
+    let batches = query(&ctx, &sql).await.unwrap();
+    let col = column(&batches, "value");
+    assert_eq!(col.data_type(), &DataType::FixedSizeBinary(40));
+    let bin = col
+        .as_any()
+        .downcast_ref::<arrow::array::FixedSizeBinaryArray>()
+        .unwrap();
+    for (i, s) in base.iter().enumerate() {
+        let decoded: String = bin
+            .value(i)
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .take_while(|&u| u != 0)
+            .map(|u| char::from_u32(u).unwrap())
+            .collect();
+        // The corpus has no interior NUL, so stopping at the first one is the trailing trim.
+        assert_eq!(Value::String(decoded), *s, "element {i}");
+    }
+}
+
+#[tokio::test]
+async fn case_13_coordinate_table() {
+    let store = corpus_store("13_group_consolidated_metadata");
+    let ctx = context();
+    let batches = query(&ctx, &format!("SELECT * FROM read_zarr('{store}')"))
+        .await
+        .unwrap();
+    let schema = batches[0].schema();
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(names, ["station", "label", "value"]);
+    assert_eq!(schema.field(0).data_type(), &DataType::Utf8);
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(rows, 27);
+    let text =
+        std::fs::read_to_string(corpus().join("13_group_consolidated_metadata/expected.json"))
+            .unwrap();
+    let exp: Value = serde_json::from_str(&text).unwrap();
+    let station = exp["arrays"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["path"] == "station")
+        .unwrap();
+    let sql = format!("SELECT * FROM read_zarr('{store}') ORDER BY station");
+    let mut want = station["values"].as_array().unwrap().clone();
+    want.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+    assert_eq!(values(&sql, "station").await, want);
+    // The array on its own: the index column is renamed to avoid the clash.
+    let batches = query(
+        &ctx,
+        &format!("SELECT * FROM read_zarr('{store}', 'station')"),
+    )
+    .await
+    .unwrap();
+    let names: Vec<String> = batches[0]
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    assert_eq!(names, ["station_index", "station"]);
+}
+
+#[tokio::test]
+async fn xarray_coordinates_become_dimension_columns() {
+    let exp = expected();
+    for store in ["xarray_v3.zarr", "xarray_v2.zarr"] {
+        let store = fixture(store);
+        let e = error(&format!("SELECT * FROM read_zarr('{store}')")).await;
+        assert!(
+            e.contains("different shapes") && e.contains("'arrays'"),
+            "{e}"
+        );
+        let sql = format!(
+            "SELECT * FROM read_zarr('{store}', '', 'arrays', 'temp,label') ORDER BY station, hour"
+        );
+        let ctx = context();
+        let batches = query(&ctx, &sql).await.unwrap();
+        let names: Vec<String> = batches[0]
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        assert_eq!(names, ["station", "hour", "temp", "label"], "{store}");
+        for name in ["station", "hour", "temp", "label"] {
+            let got = to_json(column(&batches, name).as_ref());
+            let want = exp["xarray"][name].as_array().unwrap();
+            assert!(
+                got.iter().zip(want).all(|(g, w)| same(g, w)),
+                "{store} {name}: {got:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_path_selects_a_node_and_bad_paths_are_errors() {
+    let store = corpus_store("13_group_consolidated_metadata");
+    let got = values(
+        &format!("SELECT * FROM read_zarr('{store}', 'meta/source')"),
+        "source",
+    )
+    .await;
+    assert!(!got.is_empty());
+    let e = error(&format!("SELECT * FROM read_zarr('{store}', 'nope')")).await;
+    assert!(e.contains("no Zarr node here"), "{e}");
+    let e = error(&format!("SELECT * FROM read_zarr('{store}', '../..')")).await;
+    assert!(e.contains("'..'"), "{e}");
+    let e = error(&format!(
+        "SELECT * FROM read_zarr('{store}', '', 'colour', 'red')"
+    ))
+    .await;
+    assert!(
+        e.contains("unknown option 'colour'") && e.contains("string_type"),
+        "{e}"
+    );
+    let e = error(&format!(
+        "SELECT * FROM read_zarr('{store}', '', 'string_type', 'utf16')"
+    ))
+    .await;
+    assert!(e.contains("utf16"), "{e}");
+}
+
+#[tokio::test]
+async fn create_external_table_accepts_options_in_either_form() {
+    let store = corpus_store("13_group_consolidated_metadata");
+    let ctx = context();
+    ctx.sql(&format!(
+        "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{store}' OPTIONS ('PATH' 'label', 'format.string_type' 'utf8view')"
+    ))
+    .await
+    .unwrap();
+    let batches = query(&ctx, "SELECT label FROM t").await.unwrap();
+    assert_eq!(
+        batches[0].schema().field(0).data_type(),
+        &DataType::Utf8View
+    );
+    let e = ctx
+        .sql(&format!(
+            "CREATE EXTERNAL TABLE u STORED AS ZARR LOCATION '{store}' OPTIONS ('bogus' '1')"
+        ))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unknown option 'bogus'"), "{e}");
+}
