@@ -1,0 +1,202 @@
+//! What the scan reads, counted by an object-store wrapper: registration reads metadata only,
+//! `count(*)` reads no chunk, `LIMIT` stops early, and only projected arrays are fetched.
+
+mod common;
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
+};
+use url::Url;
+
+use common::*;
+
+#[derive(Debug, Default)]
+struct Log {
+    gets: Vec<String>,
+    lists: usize,
+}
+
+#[derive(Debug)]
+struct Counting {
+    inner: LocalFileSystem,
+    log: Arc<Mutex<Log>>,
+}
+
+impl fmt::Display for Counting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Counting({})", self.inner)
+    }
+}
+
+#[async_trait]
+impl ObjectStore for Counting {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> Result<PutResult> {
+        self.inner.put_opts(location, payload, opts).await
+    }
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        self.log.lock().unwrap().gets.push(location.to_string());
+        self.inner.get_opts(location, options).await
+    }
+    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        self.log.lock().unwrap().gets.push(location.to_string());
+        self.inner.get_ranges(location, ranges).await
+    }
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, Result<Path>>,
+    ) -> BoxStream<'static, Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        self.log.lock().unwrap().lists += 1;
+        self.inner.list(prefix)
+    }
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        self.log.lock().unwrap().lists += 1;
+        self.inner.list_with_delimiter(prefix).await
+    }
+    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+fn counting_context() -> (datafusion::prelude::SessionContext, Arc<Mutex<Log>>) {
+    let ctx = context();
+    let log = Arc::new(Mutex::new(Log::default()));
+    let store = Counting {
+        inner: LocalFileSystem::new(),
+        log: log.clone(),
+    };
+    ctx.register_object_store(&Url::parse("file://").unwrap(), Arc::new(store));
+    (ctx, log)
+}
+
+fn chunk_gets(log: &Mutex<Log>) -> Vec<String> {
+    log.lock()
+        .unwrap()
+        .gets
+        .iter()
+        .filter(|g| !g.ends_with("zarr.json") && !g.ends_with(".zarray") && !g.ends_with(".zattrs"))
+        .cloned()
+        .collect()
+}
+
+#[tokio::test]
+async fn registration_reads_metadata_only_and_never_lists() {
+    let (ctx, log) = counting_context();
+    let store = corpus_store("17_large_200k_zstd");
+    ctx.sql(&format!(
+        "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{store}'"
+    ))
+    .await
+    .unwrap();
+    let store13 = corpus_store("13_group_consolidated_metadata");
+    ctx.sql(&format!(
+        "CREATE EXTERNAL TABLE g STORED AS ZARR LOCATION '{store13}'"
+    ))
+    .await
+    .unwrap();
+    let log = log.lock().unwrap();
+    assert_eq!(log.lists, 0, "no list call");
+    assert_eq!(log.gets.len(), 2, "one zarr.json each: {:?}", log.gets);
+    assert!(log.gets.iter().all(|g| g.ends_with("zarr.json")));
+}
+
+#[tokio::test]
+async fn count_star_reads_no_chunk() {
+    let (ctx, log) = counting_context();
+    let store = corpus_store("17_large_200k_zstd");
+    let batches = query(
+        &ctx,
+        &format!("SELECT count(*) AS n FROM read_zarr('{store}')"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        to_json(column(&batches, "n").as_ref()),
+        [serde_json::json!(200000)]
+    );
+    assert!(chunk_gets(&log).is_empty(), "{:?}", chunk_gets(&log));
+}
+
+#[tokio::test]
+async fn limit_reads_one_chunk() {
+    let (ctx, log) = counting_context();
+    let store = corpus_store("17_large_200k_zstd");
+    let batches = query(&ctx, &format!("SELECT * FROM read_zarr('{store}') LIMIT 5"))
+        .await
+        .unwrap();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 5);
+    let gets = chunk_gets(&log);
+    assert_eq!(gets.len(), 1, "{gets:?}");
+    assert!(gets[0].ends_with("c/0"));
+}
+
+#[tokio::test]
+async fn only_projected_arrays_are_read() {
+    let (ctx, log) = counting_context();
+    let store = corpus_store("13_group_consolidated_metadata");
+    query(&ctx, &format!("SELECT label FROM read_zarr('{store}')"))
+        .await
+        .unwrap();
+    let gets = chunk_gets(&log);
+    assert!(!gets.is_empty());
+    assert!(gets.iter().all(|g| g.contains("/label/c/")), "{gets:?}");
+    // Each of the three chunks is fetched once.
+    assert_eq!(gets.len(), 3, "{gets:?}");
+}
+
+#[tokio::test]
+async fn scans_stream_in_batches_over_partitions() {
+    let config = datafusion::prelude::SessionConfig::new()
+        .with_target_partitions(3)
+        .with_batch_size(1000);
+    let ctx = datafusion::prelude::SessionContext::new_with_config(config);
+    datafusion_zarr::register(&ctx);
+    let store = corpus_store("17_large_200k_zstd");
+    let df = ctx
+        .sql(&format!("SELECT value FROM read_zarr('{store}')"))
+        .await
+        .unwrap();
+    let plan = df.create_physical_plan().await.unwrap();
+    use datafusion::physical_plan::ExecutionPlanProperties;
+    let scan = plan
+        .children()
+        .first()
+        .map(|c| (*c).clone())
+        .unwrap_or(plan.clone());
+    assert_eq!(scan.output_partitioning().partition_count(), 3);
+    let task = ctx.task_ctx();
+    let mut total = 0;
+    for p in 0..3 {
+        let batches =
+            datafusion::physical_plan::common::collect(scan.execute(p, task.clone()).unwrap())
+                .await
+                .unwrap();
+        assert!(batches.iter().all(|b| b.num_rows() <= 1000));
+        total += batches.iter().map(|b| b.num_rows()).sum::<usize>();
+    }
+    assert_eq!(total, 200_000);
+}
