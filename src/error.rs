@@ -10,6 +10,10 @@ pub enum ZarrError {
     #[error("invalid option: {0}")]
     Option(String),
 
+    /// A location cannot be opened as a Zarr store.
+    #[error("location {0}")]
+    Location(String),
+
     /// Metadata (`zarr.json`, `.zarray`, `.zgroup`, `.zattrs`, `.zmetadata`) is missing or invalid.
     #[error("{node}: {message}")]
     Metadata {

@@ -108,7 +108,7 @@ pub struct GroupNode {
 #[derive(Debug, Clone)]
 pub enum Node {
     /// An array.
-    Array(Box<ArrayNode>),
+    Array(ArrayNode),
     /// A group.
     Group(GroupNode),
 }
@@ -123,9 +123,7 @@ pub async fn open_node(store: &ZarrStore, options: &ZarrOptions) -> Result<Node>
     }
     if let Some(zarray) = get_json(store, &join_key(&path, ".zarray"), limit).await? {
         let zattrs = get_json(store, &join_key(&path, ".zattrs"), limit).await?;
-        return Ok(Node::Array(Box::new(array_v2(
-            store, &path, zarray, zattrs,
-        )?)));
+        return Ok(Node::Array(array_v2(store, &path, zarray, zattrs)?));
     }
     if let Some(zgroup) = get_json(store, &join_key(&path, ".zgroup"), limit).await? {
         return open_v2_group(store, &path, zgroup, limit).await;
@@ -164,7 +162,7 @@ async fn open_v3(store: &ZarrStore, path: &str, doc: Value, limit: u64) -> Resul
     let display = node_display(store, path);
     check_zarr_format(&display, &doc, 3)?;
     match doc.get("node_type").and_then(Value::as_str) {
-        Some("array") => Ok(Node::Array(Box::new(array_v3(store, path, doc)?))),
+        Some("array") => Ok(Node::Array(array_v3(store, path, doc)?)),
         Some("group") => {
             let attributes = attributes_of(&doc);
             let mut arrays = Vec::new();

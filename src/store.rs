@@ -32,18 +32,16 @@ impl ZarrStore {
     /// registered in `runtime`) to a store.
     pub fn open(runtime: &RuntimeEnv, location: &str) -> Result<Self> {
         let url = location_url(location)?;
-        let store_url = ObjectStoreUrl::parse(&url[..url::Position::BeforePath]).map_err(|e| {
-            ZarrError::Option(format!("location '{location}' is not a usable URL: {e}"))
-        })?;
+        let store_url = ObjectStoreUrl::parse(&url[..url::Position::BeforePath])
+            .map_err(|e| ZarrError::Location(format!("'{location}' is not a usable URL: {e}")))?;
         let store = runtime.object_store(&store_url).map_err(|e| {
-            ZarrError::Option(format!(
-                "location '{location}': no object store is registered for {}: {e}",
+            ZarrError::Location(format!(
+                "'{location}': no object store is registered for {}: {e}",
                 store_url.as_str()
             ))
         })?;
-        let root = Path::from_url_path(url.path()).map_err(|e| {
-            ZarrError::Option(format!("location '{location}' has an invalid path: {e}"))
-        })?;
+        let root = Path::from_url_path(url.path())
+            .map_err(|e| ZarrError::Location(format!("'{location}' has an invalid path: {e}")))?;
         Ok(Self { store, root, url })
     }
 
@@ -142,11 +140,11 @@ impl ZarrStore {
 fn location_url(location: &str) -> Result<Url> {
     if location.contains("://") {
         let mut url = Url::parse(location)
-            .map_err(|e| ZarrError::Option(format!("location '{location}' is not a URL: {e}")))?;
+            .map_err(|e| ZarrError::Location(format!("'{location}' is not a URL: {e}")))?;
         if url.scheme() == "file" {
-            let path = url.to_file_path().map_err(|_| {
-                ZarrError::Option(format!("location '{location}' is not a file path"))
-            })?;
+            let path = url
+                .to_file_path()
+                .map_err(|_| ZarrError::Location(format!("'{location}' is not a file path")))?;
             return local_url(location, &path);
         }
         if !url.path().ends_with('/') {
@@ -160,14 +158,14 @@ fn location_url(location: &str) -> Result<Url> {
 
 fn local_url(location: &str, path: &std::path::Path) -> Result<Url> {
     let abs = std::fs::canonicalize(path)
-        .map_err(|e| ZarrError::Option(format!("location '{location}' cannot be opened: {e}")))?;
+        .map_err(|e| ZarrError::Location(format!("'{location}' cannot be opened: {e}")))?;
     if !abs.is_dir() {
-        return Err(ZarrError::Option(format!(
-            "location '{location}' is a file, not a Zarr store directory"
+        return Err(ZarrError::Location(format!(
+            "'{location}' is a file, not a Zarr store directory"
         )));
     }
     Url::from_directory_path(&abs)
-        .map_err(|_| ZarrError::Option(format!("location '{location}' is not an absolute path")))
+        .map_err(|_| ZarrError::Location(format!("'{location}' is not an absolute path")))
 }
 
 /// Normalises a node path inside a store: `/`-separated, no empty or `.` segments.

@@ -90,7 +90,7 @@ impl TableModel {
     pub fn new(store: ZarrStore, node: Node, options: ZarrOptions) -> Result<Self> {
         match &node {
             Node::Array(array) => {
-                let array = Arc::new((**array).clone());
+                let array = Arc::new(array.clone());
                 Self::for_array(store, array, node, options)
             }
             Node::Group(group) => {

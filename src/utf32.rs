@@ -55,7 +55,7 @@ pub fn to_utf8<O: OffsetSizeTrait>(
     mode: InvalidUtf32,
     nulls_in: Option<&[bool]>,
 ) -> Result<GenericStringArray<O>, TranscodeError> {
-    let n = if width == 0 { 0 } else { input.len() / width };
+    let n = input.len().checked_div(width).unwrap_or(0);
     let mut offsets: Vec<O> = Vec::with_capacity(n + 1);
     offsets.push(O::usize_as(0));
     // UTF-8 never takes more bytes than UTF-32 (U+FFFD takes 3 bytes for a 4-byte unit),
@@ -128,7 +128,7 @@ pub fn to_fixed_size_binary(
     mode: InvalidUtf32,
     nulls_in: Option<&[bool]>,
 ) -> Result<FixedSizeBinaryArray, TranscodeError> {
-    let n = if width == 0 { 0 } else { input.len() / width };
+    let n = input.len().checked_div(width).unwrap_or(0);
     let mut out: Vec<u8> = Vec::with_capacity(n * width);
     let mut valid: Option<Vec<bool>> = nulls_in.map(|m| m.iter().map(|null| !null).collect());
     for (i, element) in input.chunks_exact(width.max(1)).take(n).enumerate() {
@@ -205,6 +205,7 @@ pub fn reference_decode(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow::array::Array;
 
     fn encode(strings: &[&[u32]], width: usize) -> Vec<u8> {
         let mut out = Vec::new();

@@ -79,7 +79,10 @@ impl ZarrScanExec {
                 rows += chunk_rows(end)?;
                 end += 1;
             }
-            (vec![0..end], vec![rows.min(limit as u64)])
+            (
+                std::iter::once(0..end).collect(),
+                vec![rows.min(limit as u64)],
+            )
         } else {
             let n = (target_partitions.max(1) as u64).min(total_chunks.max(1));
             let mut partitions = Vec::new();

@@ -83,9 +83,17 @@ fn main() -> ExitCode {
     match runtime.block_on(run(args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("Error: {e}");
+            eprintln!("Error: {}", describe(&e));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The message of an error, without DataFusion's wrapping of our own errors.
+pub(crate) fn describe(e: &DataFusionError) -> String {
+    match e.find_root() {
+        DataFusionError::External(inner) => inner.to_string(),
+        other => other.to_string(),
     }
 }
 
@@ -98,7 +106,8 @@ fn session(args: &Args) -> SessionContext {
     if let Some(b) = args.batch_size {
         config = config.with_batch_size(b.max(1));
     }
-    let ctx = SessionContext::new_with_config(config);
+    // Like datafusion-cli, files can be queried by path: SELECT * FROM 'out.parquet'.
+    let ctx = SessionContext::new_with_config(config).enable_url_table();
     datafusion_zarr::register(&ctx);
     ctx
 }
@@ -154,14 +163,17 @@ pub(crate) async fn run_sql(ctx: &SessionContext, sql: &str, printer: &Printer) 
         let df = ctx.execute_logical_plan(plan).await?;
         let schema = Arc::new(df.schema().as_arrow().clone());
         let mut stream = df.execute_stream().await?;
-        let mut sink = printer.sink(schema)?;
+        let mut sink = printer.sink(schema.clone())?;
         let mut rows = 0usize;
         while let Some(batch) = stream.next().await {
             let batch = batch?;
             rows += batch.num_rows();
             sink.write(&batch)?;
         }
-        sink.finish()?;
+        // Statements without a result (CREATE, SET, …) print nothing on stdout.
+        if !schema.fields().is_empty() {
+            sink.finish()?;
+        }
         printer.summary(rows, start.elapsed());
     }
     Ok(())

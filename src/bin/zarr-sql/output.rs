@@ -34,7 +34,7 @@ pub struct Printer {
 /// Writes one result's batches as they arrive.
 pub enum Sink {
     Table(SchemaRef, Vec<RecordBatch>),
-    Csv(arrow::csv::Writer<std::io::Stdout>),
+    Csv(Box<arrow::csv::Writer<std::io::Stdout>>),
     Json(arrow::json::ArrayWriter<std::io::Stdout>),
     Ndjson(arrow::json::LineDelimitedWriter<std::io::Stdout>),
 }
@@ -45,11 +45,11 @@ impl Printer {
         let out = std::io::stdout();
         Ok(match self.format {
             Format::Table => Sink::Table(schema, Vec::new()),
-            Format::Csv => Sink::Csv(
+            Format::Csv => Sink::Csv(Box::new(
                 arrow::csv::WriterBuilder::new()
                     .with_header(true)
                     .build(out),
-            ),
+            )),
             Format::Json => Sink::Json(arrow::json::ArrayWriter::new(out)),
             Format::Ndjson => Sink::Ndjson(arrow::json::LineDelimitedWriter::new(out)),
         })
