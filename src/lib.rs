@@ -21,9 +21,12 @@
 #![warn(missing_docs)]
 
 pub mod error;
+pub mod export;
 pub mod factory;
+pub mod inspect;
 pub mod node;
 pub mod options;
+pub mod progress;
 pub mod provider;
 pub mod scan;
 pub mod store;
@@ -37,6 +40,7 @@ use datafusion::prelude::SessionContext;
 pub use error::ZarrError;
 pub use factory::{ReadZarrFunction, ZarrTableFactory};
 pub use options::{InvalidUtf32, StringType, ZarrOptions};
+pub use progress::ScanProgress;
 pub use provider::ZarrTable;
 
 /// Registers `STORED AS ZARR` and the `read_zarr` table function on `ctx`.

@@ -15,6 +15,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use crate::error::Result;
 use crate::node::open_node;
 use crate::options::ZarrOptions;
+use crate::progress::ScanProgress;
 use crate::scan::ZarrScanExec;
 use crate::store::ZarrStore;
 use crate::table::TableModel;
@@ -23,6 +24,7 @@ use crate::table::TableModel;
 #[derive(Debug, Clone)]
 pub struct ZarrTable {
     model: Arc<TableModel>,
+    progress: Option<Arc<ScanProgress>>,
 }
 
 impl ZarrTable {
@@ -34,7 +36,14 @@ impl ZarrTable {
         let model = TableModel::new(store, node, options)?;
         Ok(Self {
             model: Arc::new(model),
+            progress: None,
         })
+    }
+
+    /// Reports the progress of this table's scans to `progress`.
+    pub fn with_progress(mut self, progress: Arc<ScanProgress>) -> Self {
+        self.progress = Some(progress);
+        self
     }
 
     /// The table model (columns, shape, opened node).
@@ -69,7 +78,8 @@ impl TableProvider for ZarrTable {
             .cloned()
             .unwrap_or_else(|| (0..self.model.columns.len()).collect());
         let target_partitions = state.config().target_partitions();
-        let exec = ZarrScanExec::try_new(self.model.clone(), projection, target_partitions, limit)?;
+        let exec = ZarrScanExec::try_new(self.model.clone(), projection, target_partitions, limit)?
+            .with_progress(self.progress.clone());
         Ok(Arc::new(exec))
     }
 }

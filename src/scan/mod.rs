@@ -27,6 +27,7 @@ pub use read::{Chunk, Elements, ReadCounts, for_each_run, read_chunk};
 pub use stream::unravel;
 
 use crate::error::{Result, ZarrError};
+use crate::progress::ScanProgress;
 use crate::table::TableModel;
 use stream::{PartitionScan, ScanMetrics};
 
@@ -43,6 +44,7 @@ pub struct ZarrScanExec {
     limit: Option<usize>,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
+    progress: Option<Arc<ScanProgress>>,
 }
 
 impl ZarrScanExec {
@@ -113,7 +115,17 @@ impl ZarrScanExec {
             limit,
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
+            progress: None,
         })
+    }
+
+    /// Reports progress to `progress` (its totals grow by this scan's rows and chunks).
+    pub fn with_progress(mut self, progress: Option<Arc<ScanProgress>>) -> Self {
+        if let Some(p) = &progress {
+            p.add_planned(self.partition_rows.iter().sum(), self.planned_chunks());
+        }
+        self.progress = progress;
+        self
     }
 
     /// Number of chunks of the grid array this scan may read.
@@ -198,6 +210,7 @@ impl ExecutionPlan for ZarrScanExec {
             chunks_missing: MetricBuilder::new(&self.metrics).counter("chunks_missing", partition),
             bytes_read: MetricBuilder::new(&self.metrics).counter("bytes_read", partition),
             rows_decoded: MetricBuilder::new(&self.metrics).counter("rows_decoded", partition),
+            progress: self.progress.clone(),
         };
         let scan = PartitionScan::new(
             self.model.clone(),

@@ -12,6 +12,7 @@ use datafusion::physical_plan::metrics::Count;
 
 use crate::error::{Result, ZarrError};
 use crate::node::ArrayNode;
+use crate::progress::ScanProgress;
 use crate::scan::convert::to_arrow;
 use crate::scan::read::{Chunk, ReadCounts, Region, chunk_key, read_region};
 use crate::table::{ColumnSource, TableModel};
@@ -27,6 +28,8 @@ pub struct ScanMetrics {
     pub bytes_read: Count,
     /// Table rows decoded.
     pub rows_decoded: Count,
+    /// Progress shared with a display, if any.
+    pub progress: Option<Arc<ScanProgress>>,
 }
 
 /// The state of one partition's scan.
@@ -108,6 +111,9 @@ impl PartitionScan {
                     *r -= n;
                 }
                 let batch = build_batch(&self.model, &self.schema, unit, rows)?;
+                if let Some(delay) = test_batch_delay() {
+                    tokio::time::sleep(delay).await;
+                }
                 return Ok(Some(batch));
             }
             let Some(id) = self.units.next() else {
@@ -178,6 +184,9 @@ impl PartitionScan {
         self.metrics.chunks_missing.add(counts.chunks_missing);
         self.metrics.bytes_read.add(counts.bytes_read as usize);
         self.metrics.rows_decoded.add(rows);
+        if let Some(p) = &self.metrics.progress {
+            p.add_done(rows as u64);
+        }
         Ok(Unit {
             origin,
             extent,
@@ -259,6 +268,18 @@ fn locate(node: &ArrayNode, coords: &[u64]) -> (String, u64) {
         index = index * shape[d].get() + (coords[d] - origin[d]);
     }
     (key, index)
+}
+
+/// A test-only hook: `DATAFUSION_ZARR_TEST_BATCH_DELAY_MS` delays every batch, so that tests
+/// of cancellation (Ctrl-C during an export) do not depend on timing.
+fn test_batch_delay() -> Option<std::time::Duration> {
+    static DELAY: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();
+    *DELAY.get_or_init(|| {
+        std::env::var("DATAFUSION_ZARR_TEST_BATCH_DELAY_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map(std::time::Duration::from_millis)
+    })
 }
 
 /// Linear chunk id → grid indices (C order).

@@ -2,10 +2,14 @@
 //!
 //! ```text
 //! zarr-sql [LOCATION] [-c SQL]... [-f FILE]... [--format table|csv|json|ndjson] [-q]
+//! zarr-sql export LOCATION OUT.parquet [--path P] [--columns C] [--where PRED] ...
+//! zarr-sql inspect LOCATION [--format text|json]
 //! ```
 //! With a LOCATION, the store is registered as table `t`. Without `-c`/`-f`, statements are
 //! read from standard input: an interactive shell on a terminal, a script when piped.
 
+mod export;
+mod inspect;
 mod output;
 mod shell;
 
@@ -17,7 +21,8 @@ use std::time::Instant;
 use clap::{Parser, ValueEnum};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::{SessionConfig, SessionContext};
-use datafusion::sql::parser::DFParser;
+use datafusion::sql::parser::{DFParser, Statement as DFStatement};
+use datafusion_zarr::export::AtomicTarget;
 use datafusion_zarr::{ZarrOptions, ZarrTable};
 use futures::StreamExt;
 
@@ -68,8 +73,24 @@ enum FormatArg {
     Ndjson,
 }
 
+/// What the command line asks for. A subcommand name wins over a location spelled the same way.
+enum Command {
+    Query(Args),
+    Export(export::ExportArgs),
+    Inspect(inspect::InspectArgs),
+}
+
+fn parse_command() -> Command {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    match argv.get(1).and_then(|a| a.to_str()) {
+        Some("export") => Command::Export(export::ExportArgs::parse_from(&argv[1..])),
+        Some("inspect") => Command::Inspect(inspect::InspectArgs::parse_from(&argv[1..])),
+        _ => Command::Query(Args::parse_from(argv)),
+    }
+}
+
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let command = parse_command();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -80,7 +101,28 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(args)) {
+    let work = async {
+        match command {
+            Command::Query(args) => run(args).await,
+            Command::Export(args) => export::run(args).await,
+            Command::Inspect(args) => inspect::run(args).await,
+        }
+    };
+    // Ctrl-C cancels the work; dropping it removes any temporary output (see AtomicTarget).
+    let interrupted = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let result = runtime.block_on(async {
+        tokio::select! {
+            r = work => Some(r),
+            _ = interrupted => None,
+        }
+    });
+    let Some(result) = result else {
+        eprintln!("Interrupted.");
+        return ExitCode::from(130);
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("Error: {}", describe(&e));
@@ -98,12 +140,12 @@ pub(crate) fn describe(e: &DataFusionError) -> String {
 }
 
 /// A session with Zarr support, as the CLI configures it.
-fn session(args: &Args) -> SessionContext {
+pub(crate) fn session(partitions: Option<usize>, batch_size: Option<usize>) -> SessionContext {
     let mut config = SessionConfig::new().with_information_schema(true);
-    if let Some(p) = args.partitions {
+    if let Some(p) = partitions {
         config = config.with_target_partitions(p.max(1));
     }
-    if let Some(b) = args.batch_size {
+    if let Some(b) = batch_size {
         config = config.with_batch_size(b.max(1));
     }
     // Like datafusion-cli, files can be queried by path: SELECT * FROM 'out.parquet'.
@@ -113,7 +155,7 @@ fn session(args: &Args) -> SessionContext {
 }
 
 async fn run(args: Args) -> Result<()> {
-    let ctx = session(&args);
+    let ctx = session(args.partitions, args.batch_size);
     if let Some(location) = &args.location {
         let mut options = ZarrOptions::default();
         for kv in &args.options {
@@ -154,11 +196,34 @@ async fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
+/// `COPY … TO 'file.ext'` on a local file writes a temporary file beside it that replaces the
+/// target only when complete. Returns the guard that commits or removes it.
+fn atomic_copy_target(statement: &mut DFStatement) -> Result<Option<AtomicTarget>> {
+    let DFStatement::CopyTo(copy) = statement else {
+        return Ok(None);
+    };
+    let target = copy.target.clone();
+    let local = !target.contains("://") || target.starts_with("file://");
+    let path = std::path::PathBuf::from(target.strip_prefix("file://").unwrap_or(&target));
+    // A target without an extension (or ending in '/') is a directory of files.
+    if !local
+        || !copy.partitioned_by.is_empty()
+        || target.ends_with('/')
+        || path.extension().is_none()
+    {
+        return Ok(None);
+    }
+    let atomic = AtomicTarget::new(&path)?;
+    copy.target = atomic.temp_path().to_string_lossy().to_string();
+    Ok(Some(atomic))
+}
+
 /// Runs every statement of `sql` in order, printing each result.
 pub(crate) async fn run_sql(ctx: &SessionContext, sql: &str, printer: &Printer) -> Result<()> {
     let statements = DFParser::parse_sql(sql)?;
-    for statement in statements {
+    for mut statement in statements {
         let start = Instant::now();
+        let atomic = atomic_copy_target(&mut statement)?;
         let plan = ctx.state().statement_to_plan(statement).await?;
         let df = ctx.execute_logical_plan(plan).await?;
         let schema = Arc::new(df.schema().as_arrow().clone());
@@ -169,6 +234,9 @@ pub(crate) async fn run_sql(ctx: &SessionContext, sql: &str, printer: &Printer) 
             let batch = batch?;
             rows += batch.num_rows();
             sink.write(&batch)?;
+        }
+        if let Some(target) = atomic {
+            target.commit()?;
         }
         // Statements without a result (CREATE, SET, …) print nothing on stdout.
         if !schema.fields().is_empty() {
