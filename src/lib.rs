@@ -16,7 +16,7 @@
 //! ```
 //!
 //! The data flows `store` → `node` → `table` → `scan` → DataFusion; see the README's design
-//! section.
+//! section. The transcoding kernels live in the `zarr-utf32` crate of this workspace.
 
 #![warn(missing_docs)]
 
@@ -31,7 +31,6 @@ pub mod provider;
 pub mod scan;
 pub mod store;
 pub mod table;
-pub mod utf32;
 
 use std::sync::Arc;
 

@@ -35,29 +35,17 @@ impl StringType {
     }
 }
 
-/// What to do with a code unit that is not a Unicode scalar value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum InvalidUtf32 {
-    /// Fail the query with an error naming the array, chunk and element (the default).
-    #[default]
-    Error,
-    /// Replace each invalid code unit with U+FFFD.
-    Replace,
-    /// Read the whole element as NULL.
-    Null,
-}
+pub use zarr_utf32::InvalidUtf32;
 
-impl InvalidUtf32 {
-    /// Parses `error`, `replace` or `null` (case-insensitive).
-    pub fn parse(value: &str) -> Result<Self> {
-        match value.to_ascii_lowercase().as_str() {
-            "error" => Ok(Self::Error),
-            "replace" => Ok(Self::Replace),
-            "null" => Ok(Self::Null),
-            _ => Err(ZarrError::Option(format!(
-                "invalid_utf32 '{value}' is not one of error, replace, null"
-            ))),
-        }
+/// Parses an `invalid_utf32` value: `error`, `replace` or `null` (case-insensitive).
+pub fn parse_invalid_utf32(value: &str) -> Result<InvalidUtf32> {
+    match value.to_ascii_lowercase().as_str() {
+        "error" => Ok(InvalidUtf32::Error),
+        "replace" => Ok(InvalidUtf32::Replace),
+        "null" => Ok(InvalidUtf32::Null),
+        _ => Err(ZarrError::Option(format!(
+            "invalid_utf32 '{value}' is not one of error, replace, null"
+        ))),
     }
 }
 
@@ -126,7 +114,7 @@ impl ZarrOptions {
         match key {
             "path" => self.path = value.to_string(),
             "string_type" => self.string_type = StringType::parse(value)?,
-            "invalid_utf32" => self.invalid_utf32 = InvalidUtf32::parse(value)?,
+            "invalid_utf32" => self.invalid_utf32 = parse_invalid_utf32(value)?,
             "fill_as_null" => self.fill_as_null = parse_bool(key, value)?,
             "arrays" => {
                 let names: Vec<String> = value

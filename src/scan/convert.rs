@@ -11,7 +11,7 @@ use crate::error::{Result, ZarrError};
 use crate::node::{ArrayNode, ElementKind};
 use crate::options::{StringType, ZarrOptions};
 use crate::scan::read::Elements;
-use crate::utf32::{self, TranscodeError};
+use zarr_utf32::{self as utf32, TranscodeError};
 
 /// Locates element `row` of a region for error messages: returns (chunk key, index in chunk).
 pub type Locate<'a> = &'a dyn Fn(usize) -> (String, u64);

@@ -1,13 +1,26 @@
-//! The transcoding kernels: pure functions from decoded `fixed_length_utf32` chunk bytes
-//! (native-endian code units, as zarrs' `bytes` codec hands them over) to Arrow arrays.
+//! The transcoding kernels of datafusion-zarr: pure functions from decoded `fixed_length_utf32`
+//! chunk bytes (native-endian code units, as zarrs' `bytes` codec hands them over) to Arrow
+//! arrays. No I/O, no DataFusion: kept in their own crate so they build and benchmark quickly.
 //!
 //! Each element is `width` bytes: `width / 4` code units, padded with U+0000. Only trailing
 //! U+0000 is removed; leading and interior U+0000 are kept, as NumPy keeps them.
 
-use arrow::array::{FixedSizeBinaryArray, GenericStringArray, OffsetSizeTrait, StringViewArray};
-use arrow::buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+#![warn(missing_docs)]
 
-use crate::options::InvalidUtf32;
+use arrow_array::{FixedSizeBinaryArray, GenericStringArray, OffsetSizeTrait, StringViewArray};
+use arrow_buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+
+/// What to do with a code unit that is not a Unicode scalar value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InvalidUtf32 {
+    /// Fail with [`TranscodeError::Invalid`] (the default).
+    #[default]
+    Error,
+    /// Replace each invalid code unit with U+FFFD.
+    Replace,
+    /// Make the whole element NULL.
+    Null,
+}
 
 /// Why a batch could not be transcoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -205,7 +218,7 @@ pub fn reference_decode(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::Array;
+    use arrow_array::Array;
 
     fn encode(strings: &[&[u32]], width: usize) -> Vec<u8> {
         let mut out = Vec::new();
