@@ -23,6 +23,7 @@
 pub mod error;
 pub mod export;
 pub mod factory;
+pub mod guards;
 pub mod inspect;
 pub mod node;
 pub mod options;

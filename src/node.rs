@@ -18,6 +18,8 @@ use zarrs::array::data_type::{
 use zarrs::array::{Array, ArrayCreateError, ArrayMetadata, ArrayMetadataV2, ArrayMetadataV3};
 
 use crate::error::{Result, ZarrError};
+use crate::guards::bounded_codecs;
+use crate::guards::shard_index::ShardIndexLayout;
 use crate::options::ZarrOptions;
 use crate::store::{ZarrStore, join_key, normalize_node_path};
 
@@ -61,6 +63,8 @@ pub struct ArrayNode {
     pub shape: Vec<u64>,
     /// The node's metadata document(s) as JSON (V2: `.zarray` with `.zattrs` under `attributes`).
     pub metadata: Value,
+    /// For sharded arrays, the layout of each shard's index (checked before decoding).
+    pub shard_index: Option<ShardIndexLayout>,
 }
 
 impl ArrayNode {
@@ -115,6 +119,8 @@ pub enum Node {
 
 /// Opens the node at `options.path`.
 pub async fn open_node(store: &ZarrStore, options: &ZarrOptions) -> Result<Node> {
+    bounded_codecs::register();
+    bounded_codecs::allow_unbounded_up_to(options.max_chunk_bytes);
     let path = normalize_node_path(&options.path)?;
     let limit = options.max_metadata_bytes;
     let display = node_display(store, &path);
@@ -147,7 +153,14 @@ async fn get_json(store: &ZarrStore, key: &str, limit: u64) -> Result<Option<Val
         return Ok(None);
     };
     let doc = parse_json(&bytes).map_err(|e| {
-        ZarrError::metadata(node_display(store, key), format!("not valid JSON: {e}"))
+        let mut message = format!("not valid JSON: {e}");
+        if message.contains("hex escape") || message.contains("surrogate") {
+            message.push_str(
+                " (a lone UTF-16 surrogate escape such as \"\\ud800\", which zarr-python can \
+                 write, is not a Unicode scalar value)",
+            );
+        }
+        ZarrError::metadata(node_display(store, key), message)
     })?;
     Ok(Some(doc))
 }
@@ -273,8 +286,12 @@ fn array_v3(store: &ZarrStore, path: &str, doc: Value) -> Result<ArrayNode> {
             .unwrap_or_else(|| data_type.to_string()),
         other => other.to_string(),
     };
+    check_top_level_keys(&display, &doc)?;
     if data_type_name == "fixed_length_utf32" {
         check_fixed_length_utf32_v3(&display, &doc)?;
+    }
+    if !matches!(data_type_name.as_str(), "bool" | "int8" | "uint8") {
+        check_bytes_endian(&display, doc.get("codecs"))?;
     }
     let meta: ArrayMetadataV3 = serde_json::from_value(doc.clone())
         .map_err(|e| ZarrError::metadata(&display, format!("invalid array metadata: {e}")))?;
@@ -347,6 +364,54 @@ fn check_fixed_length_utf32_v3(display: &str, doc: &Value) -> Result<()> {
             return Err(rule(format!(
                 "codec '{name}' is variable-length and not compatible with this data type"
             )));
+        }
+    }
+    Ok(())
+}
+
+/// Zarr V3: an unknown top-level key must be an object with `"must_understand": false`.
+fn check_top_level_keys(display: &str, doc: &Value) -> Result<()> {
+    const KNOWN: &[&str] = &[
+        "zarr_format",
+        "node_type",
+        "shape",
+        "data_type",
+        "chunk_grid",
+        "chunk_key_encoding",
+        "fill_value",
+        "codecs",
+        "attributes",
+        "storage_transformers",
+        "dimension_names",
+    ];
+    for (key, value) in doc.as_object().into_iter().flatten() {
+        let optional = value.get("must_understand") == Some(&Value::Bool(false));
+        if !KNOWN.contains(&key.as_str()) && !optional {
+            return Err(ZarrError::metadata(
+                display,
+                format!(
+                    "unknown key '{key}' in array metadata is not marked \"must_understand\": false"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `bytes` codec must say its byte order for multi-byte elements (zarrs does not check).
+fn check_bytes_endian(display: &str, codecs: Option<&Value>) -> Result<()> {
+    for codec in codecs.and_then(Value::as_array).into_iter().flatten() {
+        match codec.get("name").and_then(Value::as_str) {
+            Some("bytes") if codec.pointer("/configuration/endian").is_none() => {
+                return Err(ZarrError::metadata(
+                    display,
+                    "the bytes codec has no endian, which multi-byte data types require",
+                ));
+            }
+            Some("sharding_indexed") => {
+                check_bytes_endian(display, codec.pointer("/configuration/codecs"))?;
+            }
+            _ => {}
         }
     }
     Ok(())
@@ -428,6 +493,24 @@ fn finish_array(
     meta: ArrayMetadata,
     doc: Value,
 ) -> Result<ArrayNode> {
+    // zarrs multiplies shapes unchecked: reject element counts that overflow first.
+    let shape_of = |key: &str| -> Vec<u64> {
+        doc.get(key)
+            .and_then(Value::as_array)
+            .map(|s| s.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default()
+    };
+    let declared_shape = shape_of("shape");
+    if declared_shape
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .is_none()
+    {
+        return Err(ZarrError::metadata(
+            &display,
+            format!("shape {declared_shape:?} has more elements than fit in u64"),
+        ));
+    }
     let node_path = format!("/{path}");
     let (array, kind) = match ZarrsArray::new_with_metadata(Arc::new(()), &node_path, meta) {
         Ok(array) => {
@@ -452,6 +535,18 @@ fn finish_array(
             .map(|s| s.iter().filter_map(Value::as_u64).collect())
             .unwrap_or_default(),
     };
+    let shard_index = match (&array, zarr_format) {
+        (Some(_), 3) => {
+            let shard_shape: Vec<u64> = doc
+                .pointer("/chunk_grid/configuration/chunk_shape")
+                .and_then(Value::as_array)
+                .map(|s| s.iter().filter_map(Value::as_u64).collect())
+                .unwrap_or_default();
+            ShardIndexLayout::from_metadata(&doc, &shard_shape)
+                .map_err(|e| ZarrError::metadata(&display, e))?
+        }
+        _ => None,
+    };
     Ok(ArrayNode {
         display,
         path: path.to_string(),
@@ -463,6 +558,7 @@ fn finish_array(
         dimension_names,
         shape,
         metadata: doc,
+        shard_index,
     })
 }
 

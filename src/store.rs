@@ -77,7 +77,21 @@ impl ZarrStore {
         let location = || format!("{}/{}", self.display_location(), key);
         let result = match self.store.get_opts(&path, GetOptions::default()).await {
             Ok(r) => r,
-            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(object_store::Error::NotFound { .. }) => {
+                // Object stores have no directories; a local one reports a directory where an
+                // object should be as missing. That is a broken store, not a missing chunk.
+                if self.url.scheme() == "file"
+                    && let Ok(dir) = self.url.join(key)
+                    && let Ok(local) = dir.to_file_path()
+                    && local.is_dir()
+                {
+                    return Err(ZarrError::metadata(
+                        location(),
+                        "is a directory where a chunk or metadata object should be",
+                    ));
+                }
+                return Ok(None);
+            }
             Err(source) => {
                 return Err(ZarrError::Store {
                     location: location(),

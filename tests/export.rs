@@ -422,3 +422,45 @@ fn inspect_shows_the_tree_and_schemas() {
     let o = zarr_sql(&["inspect", "/no/such/store"]);
     assert_eq!(o.status.code(), Some(1));
 }
+
+#[test]
+fn a_source_deleted_midway_leaves_no_file() {
+    // Copy case 17 and delete one of its chunks' objects while the export runs slowly: the
+    // chunk reads as missing (fill) only if absent at read time, so instead replace it by a
+    // directory, which is an error whenever it is reached.
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store.zarr");
+    let src = corpus().join("17_large_200k_zstd/data.zarr");
+    std::fs::create_dir_all(store.join("c")).unwrap();
+    std::fs::copy(src.join("zarr.json"), store.join("zarr.json")).unwrap();
+    for i in 0..20 {
+        std::fs::copy(src.join(format!("c/{i}")), store.join(format!("c/{i}"))).unwrap();
+    }
+    let out = dir.path().join("out.parquet");
+    std::fs::write(&out, b"old content").unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_zarr-sql"))
+        .args([
+            "export",
+            store.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "-q",
+            "-p",
+            "1",
+        ])
+        .env("DATAFUSION_ZARR_TEST_BATCH_DELAY_MS", "100")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::remove_file(store.join("c/19")).unwrap();
+    std::fs::create_dir(store.join("c/19")).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("c/19"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&out).unwrap(), b"old content");
+    assert_eq!(
+        leftovers(dir.path(), &["out.parquet", "store.zarr"]),
+        Vec::<String>::new()
+    );
+}

@@ -95,3 +95,128 @@ async fn wrong_zarr_format_and_bad_json_are_errors() {
     let e = open_error(&dir).await;
     assert!(e.contains("not valid JSON"), "{e}");
 }
+
+macro_rules! rejected {
+    ($name:ident, |$d:ident| $edit:expr, $($needle:literal),+) => {
+        #[tokio::test]
+        async fn $name() {
+            let dir = edited(|$d| { $edit; });
+            let e = open_error(&dir).await;
+            $(assert!(e.contains($needle), "expected {:?} in: {e}", $needle);)+
+        }
+    };
+}
+
+rejected!(
+    missing_shape,
+    |d| d.as_object_mut().unwrap().remove("shape"),
+    "invalid array metadata",
+    "shape"
+);
+rejected!(
+    missing_data_type,
+    |d| d.as_object_mut().unwrap().remove("data_type"),
+    "no data_type"
+);
+rejected!(
+    fill_value_null,
+    |d| d["fill_value"] = json!(null),
+    "fill_value must be a JSON string"
+);
+rejected!(
+    fill_value_zero,
+    |d| d["fill_value"] = json!(0),
+    "fill_value must be a JSON string"
+);
+rejected!(
+    unknown_codec,
+    |d| d["codecs"] =
+        json!([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "frobnicate"}]),
+    "frobnicate"
+);
+rejected!(
+    unknown_top_level_key,
+    |d| d["colour"] = json!("red"),
+    "colour"
+);
+rejected!(
+    unknown_storage_transformer,
+    |d| d["storage_transformers"] = json!([{"name": "mystery"}]),
+    "mystery"
+);
+rejected!(
+    bytes_without_endian,
+    |d| d["codecs"] = json!([{"name": "bytes"}]),
+    "no endian"
+);
+rejected!(
+    two_array_to_bytes_codecs,
+    |d| d["codecs"] = json!([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "bytes", "configuration": {"endian": "little"}}]),
+    "invalid array metadata"
+);
+rejected!(
+    transpose_with_c,
+    |d| d["codecs"] = json!([{"name": "transpose", "configuration": {"order": "C"}}, {"name": "bytes", "configuration": {"endian": "little"}}]),
+    "invalid array metadata"
+);
+rejected!(
+    transpose_not_a_permutation,
+    |d| d["codecs"] = json!([{"name": "transpose", "configuration": {"order": [1]}}, {"name": "bytes", "configuration": {"endian": "little"}}]),
+    "invalid array metadata"
+);
+rejected!(
+    dimension_names_wrong_length,
+    |d| d["dimension_names"] = json!(["a", "b"]),
+    "invalid array metadata"
+);
+rejected!(
+    chunk_shape_zero,
+    |d| d["chunk_grid"]["configuration"]["chunk_shape"] = json!([0]),
+    "invalid array metadata"
+);
+rejected!(
+    chunk_shape_wrong_rank,
+    |d| d["chunk_grid"]["configuration"]["chunk_shape"] = json!([4, 4]),
+    "invalid array metadata"
+);
+rejected!(
+    shape_overflows_u64,
+    |d| d["shape"] = json!([4294967296u64, 4294967296u64]),
+    "more elements than fit in u64"
+);
+
+#[tokio::test]
+async fn lone_surrogate_fill_as_zarr_python_writes_it() {
+    // zarr-python writes "\ud800" (a JSON escape of a lone surrogate), which is not a scalar value.
+    let dir = edited(|_| {});
+    let text = std::fs::read_to_string(dir.path().join("zarr.json")).unwrap();
+    let text = text.replace("\"fill_value\":\"\"", "\"fill_value\":\"\\ud800\"");
+    assert!(text.contains("\\ud800"));
+    std::fs::write(dir.path().join("zarr.json"), text).unwrap();
+    let e = open_error(&dir).await;
+    assert!(
+        e.contains("not valid JSON") && e.contains("surrogate"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn deeply_nested_json_is_an_error_not_a_crash() {
+    let dir = edited(|_| {});
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    std::fs::write(dir.path().join("zarr.json"), deep).unwrap();
+    let e = open_error(&dir).await;
+    assert!(
+        e.contains("not valid JSON") && e.contains("recursion"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn oversized_metadata_is_refused_before_reading() {
+    let dir = edited(|_| {});
+    let file = std::fs::File::create(dir.path().join("zarr.json")).unwrap();
+    file.set_len(100 << 20).unwrap(); // 100 MB, sparse
+    let e = open_error(&dir).await;
+    assert!(e.contains("more than max_metadata_bytes = 67108864"), "{e}");
+}

@@ -120,6 +120,9 @@ pub async fn read_chunk(
         .await?;
     let (decoded, missing, bytes_read) = match &object {
         Some(encoded) => {
+            if let Some(layout) = &node.shard_index {
+                layout.check(encoded).map_err(&chunk_err)?;
+            }
             let decoded = array
                 .codecs()
                 .decode(

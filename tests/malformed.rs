@@ -1,0 +1,178 @@
+//! Broken chunks, shards and stores: a clear error naming the array, the chunk and the rule,
+//! never a panic. The stores are made by `tests/data/malformed/make_malformed.py` (see its
+//! README); metadata cases live in `tests/metadata.rs`.
+
+mod common;
+
+use common::*;
+
+fn malformed(name: &str) -> String {
+    root()
+        .join("tests/data/malformed")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+async fn error_of(sql: &str) -> String {
+    let ctx = context();
+    match ctx.sql(sql).await {
+        Ok(df) => match df.collect().await {
+            Ok(_) => panic!("{sql} should fail"),
+            Err(e) => e.to_string(),
+        },
+        Err(e) => e.to_string(),
+    }
+}
+
+async fn read_error(store: &str) -> String {
+    let e = error_of(&format!("SELECT * FROM read_zarr('{}')", malformed(store))).await;
+    assert!(e.contains(store), "{store}: the error names the array: {e}");
+    e
+}
+
+macro_rules! case {
+    ($name:ident, $store:literal, $($needle:literal),+) => {
+        #[tokio::test]
+        async fn $name() {
+            let e = read_error($store).await;
+            $(assert!(e.contains($needle), "{}: expected {:?} in: {e}", $store, $needle);)+
+        }
+    };
+}
+
+case!(
+    gzip_truncated,
+    "gzip_truncated.zarr",
+    "chunk c/0",
+    "cannot decode"
+);
+case!(
+    zstd_truncated,
+    "zstd_truncated.zarr",
+    "chunk c/0",
+    "cannot decode"
+);
+case!(
+    blosc_truncated,
+    "blosc_truncated.zarr",
+    "chunk c/0",
+    "blosc header declares"
+);
+case!(
+    chunk_too_short,
+    "chunk_too_short.zarr",
+    "chunk c/0",
+    "cannot decode"
+);
+case!(
+    chunk_too_long,
+    "chunk_too_long.zarr",
+    "chunk c/0",
+    "cannot decode"
+);
+case!(
+    crc32c_mismatch,
+    "crc32c_mismatch.zarr",
+    "chunk c/0",
+    "cannot decode"
+);
+case!(
+    shard_truncated,
+    "shard_truncated.zarr",
+    "chunk c/0",
+    "truncated shard"
+);
+case!(
+    shard_past_end,
+    "shard_past_end.zarr",
+    "chunk c/0",
+    "lie outside the shard's data"
+);
+case!(
+    shard_offset_overflow,
+    "shard_offset_overflow.zarr",
+    "chunk c/0",
+    "overflows u64"
+);
+case!(
+    shard_overlaps_index,
+    "shard_overlaps_index.zarr",
+    "chunk c/0",
+    "lie outside the shard's data"
+);
+case!(
+    shard_bad_checksum,
+    "shard_bad_checksum.zarr",
+    "chunk c/0",
+    "shard index checksum mismatch"
+);
+
+#[tokio::test]
+async fn a_chunk_key_that_is_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = corpus().join("01_1d_le_uncompressed/data.zarr");
+    std::fs::copy(src.join("zarr.json"), dir.path().join("zarr.json")).unwrap();
+    std::fs::create_dir_all(dir.path().join("c/0")).unwrap();
+    let e = error_of(&format!(
+        "SELECT * FROM read_zarr('{}')",
+        dir.path().display()
+    ))
+    .await;
+    assert!(e.contains("c/0"), "{e}");
+}
+
+#[tokio::test]
+async fn store_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    // No zarr.json.
+    let e = error_of(&format!(
+        "SELECT * FROM read_zarr('{}')",
+        dir.path().display()
+    ))
+    .await;
+    assert!(e.contains("no Zarr node here"), "{e}");
+    // A location that is a file.
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    let e = error_of(&format!("SELECT * FROM read_zarr('{}')", file.display())).await;
+    assert!(e.contains("is a file, not a Zarr store directory"), "{e}");
+    // A path that would leave the store.
+    let e = error_of(&format!(
+        "SELECT * FROM read_zarr('{}', '../x')",
+        corpus_store("13_group_consolidated_metadata")
+    ))
+    .await;
+    assert!(e.contains("would leave the store root"), "{e}");
+    // A symlink loop where zarr.json should be.
+    let looped = dir.path().join("looped");
+    std::fs::create_dir(&looped).unwrap();
+    std::os::unix::fs::symlink(looped.join("zarr.json"), looped.join("zarr.json")).unwrap();
+    let e = error_of(&format!("SELECT * FROM read_zarr('{}')", looped.display())).await;
+    assert!(e.contains("zarr.json"), "{e}");
+}
+
+#[tokio::test]
+async fn bad_options_are_query_errors() {
+    let store = corpus_store("00_zarr_python_defaults_U7");
+    let e = error_of(&format!(
+        "SELECT * FROM read_zarr('{store}', '', 'nope', '1')"
+    ))
+    .await;
+    assert!(e.contains("unknown option 'nope'"), "{e}");
+    let e = error_of(&format!(
+        "SELECT * FROM read_zarr('{store}', '', 'fill_as_null', 'perhaps')"
+    ))
+    .await;
+    assert!(e.contains("not a boolean"), "{e}");
+    let e = error_of(&format!(
+        "SELECT * FROM read_zarr('{store}', 'missing/node')"
+    ))
+    .await;
+    assert!(e.contains("no Zarr node here"), "{e}");
+    let e = error_of(&format!(
+        "SELECT * FROM read_zarr('{store}', '', 'max_chunk_bytes', '16')"
+    ))
+    .await;
+    assert!(e.contains("more than max_chunk_bytes = 16"), "{e}");
+}
