@@ -66,6 +66,8 @@ pub struct ZarrOptions {
     pub max_chunk_bytes: u64,
     /// Largest metadata document accepted, in bytes.
     pub max_metadata_bytes: u64,
+    /// Use filters on dimension columns to skip chunks.
+    pub pruning: bool,
 }
 
 impl Default for ZarrOptions {
@@ -78,6 +80,7 @@ impl Default for ZarrOptions {
             arrays: None,
             max_chunk_bytes: 1 << 30,
             max_metadata_bytes: 64 << 20,
+            pruning: true,
         }
     }
 }
@@ -91,6 +94,7 @@ pub const OPTION_KEYS: &[&str] = &[
     "arrays",
     "max_chunk_bytes",
     "max_metadata_bytes",
+    "pruning",
 ];
 
 impl ZarrOptions {
@@ -131,6 +135,7 @@ impl ZarrOptions {
             }
             "max_chunk_bytes" => self.max_chunk_bytes = parse_size(key, value)?,
             "max_metadata_bytes" => self.max_metadata_bytes = parse_size(key, value)?,
+            "pruning" => self.pruning = parse_bool(key, value)?,
             _ => {
                 return Err(ZarrError::Option(format!(
                     "unknown option '{key}'; known options: {}",

@@ -9,14 +9,14 @@ use datafusion::common::stats::Precision;
 use datafusion::common::{Result as DFResult, Statistics};
 use datafusion::datasource::TableType;
 use datafusion::execution::runtime_env::RuntimeEnv;
-use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 
 use crate::error::Result;
 use crate::node::open_node;
 use crate::options::ZarrOptions;
 use crate::progress::ScanProgress;
-use crate::scan::ZarrScanExec;
+use crate::scan::{ZarrScanExec, is_dimension_filter, select_chunks};
 use crate::store::ZarrStore;
 use crate::table::TableModel;
 
@@ -67,19 +67,49 @@ impl TableProvider for ZarrTable {
         Some(Statistics::new_unknown(&self.model.schema).with_num_rows(Precision::Exact(rows)))
     }
 
+    /// Filters on dimension (index or coordinate) columns prune chunks; DataFusion still
+    /// applies them to the rows read, so they are inexact.
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DFResult<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|f| {
+                if self.model.options.pruning && is_dimension_filter(&self.model, f) {
+                    TableProviderFilterPushDown::Inexact
+                } else {
+                    TableProviderFilterPushDown::Unsupported
+                }
+            })
+            .collect())
+    }
+
     async fn scan(
         &self,
         state: &dyn Session,
         projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
+        filters: &[Expr],
         limit: Option<usize>,
     ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        let filters: &[Expr] = if self.model.options.pruning {
+            filters
+        } else {
+            &[]
+        };
+        let selection = select_chunks(&self.model, state, filters).await?;
         let projection = projection
             .cloned()
             .unwrap_or_else(|| (0..self.model.columns.len()).collect());
         let target_partitions = state.config().target_partitions();
-        let exec = ZarrScanExec::try_new(self.model.clone(), projection, target_partitions, limit)?
-            .with_progress(self.progress.clone());
+        let exec = ZarrScanExec::try_new(
+            self.model.clone(),
+            projection,
+            target_partitions,
+            limit,
+            selection,
+        )?
+        .with_progress(self.progress.clone());
         Ok(Arc::new(exec))
     }
 }

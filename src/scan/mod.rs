@@ -2,6 +2,7 @@
 //! chunk ids) and streams each one.
 
 mod convert;
+mod pruning;
 mod read;
 mod stream;
 
@@ -23,6 +24,7 @@ use datafusion::physical_plan::{
     StatisticsArgs,
 };
 
+pub use pruning::{ChunkSelection, is_dimension_filter, select_chunks};
 pub use read::{Chunk, Elements, ReadCounts, for_each_run, read_chunk};
 pub use stream::unravel;
 
@@ -37,8 +39,10 @@ pub struct ZarrScanExec {
     model: Arc<TableModel>,
     projection: Vec<usize>,
     schema: SchemaRef,
-    /// Chunk ids (C order over the grid array's chunk grid) of each output partition.
-    partitions: Vec<Range<u64>>,
+    /// Chunk ids (C order over the grid array's chunk grid) of each output partition, as runs.
+    partitions: Vec<Vec<Range<u64>>>,
+    /// The chunks left after pruning.
+    selection: Arc<ChunkSelection>,
     /// Rows of each partition.
     partition_rows: Vec<u64>,
     limit: Option<usize>,
@@ -55,6 +59,7 @@ impl ZarrScanExec {
         projection: Vec<usize>,
         target_partitions: usize,
         limit: Option<usize>,
+        selection: ChunkSelection,
     ) -> Result<Self> {
         let schema =
             Arc::new(model.schema.project(&projection).map_err(|e| {
@@ -62,44 +67,39 @@ impl ZarrScanExec {
             })?);
         let grid = model.grid.zarrs()?;
         let grid_shape = grid.chunk_grid_shape().to_vec();
-        let total_chunks = grid_shape
-            .iter()
-            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
-            .ok_or_else(|| ZarrError::metadata(&model.display, "chunk count overflows u64"))?;
         let chunk_rows = |id: u64| -> Result<u64> {
             let subset = grid
                 .chunk_subset_bounded(&unravel(id, &grid_shape))
                 .map_err(|e| ZarrError::metadata(&model.display, e.to_string()))?;
             Ok(subset.num_elements())
         };
-        // With a limit, only the leading chunks that hold `limit` rows are read, in one
-        // partition, so `LIMIT n` fetches as few chunks as it can.
-        let (partitions, partition_rows) = if let Some(limit) = limit {
+        let ids = &selection.ids;
+        // With a limit (and so no filter), only the leading chunks that hold `limit` rows are
+        // read, in one partition, so `LIMIT n` fetches as few chunks as it can.
+        let groups: Vec<&[u64]> = if let Some(limit) = limit {
             let mut rows = 0u64;
-            let mut end = 0u64;
-            while end < total_chunks && rows < limit as u64 {
-                rows += chunk_rows(end)?;
+            let mut end = 0usize;
+            while end < ids.len() && rows < limit as u64 {
+                rows += chunk_rows(ids[end])?;
                 end += 1;
             }
-            (
-                std::iter::once(0..end).collect(),
-                vec![rows.min(limit as u64)],
-            )
+            vec![&ids[..end]]
         } else {
-            let n = (target_partitions.max(1) as u64).min(total_chunks.max(1));
-            let mut partitions = Vec::new();
-            let mut partition_rows = Vec::new();
-            for p in 0..n {
-                let range = total_chunks * p / n..total_chunks * (p + 1) / n;
-                let mut rows = 0u64;
-                for id in range.clone() {
-                    rows += chunk_rows(id)?;
-                }
-                partitions.push(range);
-                partition_rows.push(rows);
-            }
-            (partitions, partition_rows)
+            let n = target_partitions.max(1).min(ids.len().max(1));
+            (0..n)
+                .map(|p| &ids[ids.len() * p / n..ids.len() * (p + 1) / n])
+                .collect()
         };
+        let mut partitions = Vec::with_capacity(groups.len());
+        let mut partition_rows = Vec::with_capacity(groups.len());
+        for group in groups {
+            let mut rows = 0u64;
+            for &id in group {
+                rows += chunk_rows(id)?;
+            }
+            partition_rows.push(limit.map_or(rows, |l| rows.min(l as u64)));
+            partitions.push(runs(group));
+        }
         let properties = PlanProperties::new(
             EquivalenceProperties::new(schema.clone()),
             Partitioning::UnknownPartitioning(partitions.len()),
@@ -112,6 +112,7 @@ impl ZarrScanExec {
             schema,
             partitions,
             partition_rows,
+            selection: Arc::new(selection),
             limit,
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
@@ -130,8 +131,24 @@ impl ZarrScanExec {
 
     /// Number of chunks of the grid array this scan may read.
     pub fn planned_chunks(&self) -> u64 {
-        self.partitions.iter().map(|r| r.end - r.start).sum()
+        self.partitions
+            .iter()
+            .flatten()
+            .map(|r| r.end - r.start)
+            .sum()
     }
+}
+
+/// Consecutive ids as ranges.
+fn runs(ids: &[u64]) -> Vec<Range<u64>> {
+    let mut out: Vec<Range<u64>> = Vec::new();
+    for &id in ids {
+        match out.last_mut() {
+            Some(r) if r.end == id => r.end += 1,
+            _ => out.push(id..id + 1),
+        }
+    }
+    out
 }
 
 impl DisplayAs for ZarrScanExec {
@@ -151,6 +168,13 @@ impl DisplayAs for ZarrScanExec {
                     names.join(", "),
                     self.planned_chunks()
                 )?;
+                if let Some(p) = &self.selection.predicate {
+                    write!(
+                        f,
+                        ", pruning_predicate={p}, chunks_pruned={}",
+                        self.selection.total - self.selection.ids.len() as u64
+                    )?;
+                }
                 if let Some(limit) = self.limit {
                     write!(f, ", limit={limit}")?;
                 }
@@ -159,6 +183,14 @@ impl DisplayAs for ZarrScanExec {
             DisplayFormatType::TreeRender => {
                 writeln!(f, "node={}", self.model.display)?;
                 writeln!(f, "chunks={}", self.planned_chunks())?;
+                if let Some(p) = &self.selection.predicate {
+                    writeln!(f, "pruning_predicate={p}")?;
+                    writeln!(
+                        f,
+                        "chunks_pruned={}",
+                        self.selection.total - self.selection.ids.len() as u64
+                    )?;
+                }
                 if let Some(limit) = self.limit {
                     writeln!(f, "limit={limit}")?;
                 }
@@ -210,8 +242,14 @@ impl ExecutionPlan for ZarrScanExec {
             chunks_missing: MetricBuilder::new(&self.metrics).counter("chunks_missing", partition),
             bytes_read: MetricBuilder::new(&self.metrics).counter("bytes_read", partition),
             rows_decoded: MetricBuilder::new(&self.metrics).counter("rows_decoded", partition),
+            rows_transcoded: MetricBuilder::new(&self.metrics)
+                .counter("rows_transcoded", partition),
             progress: self.progress.clone(),
         };
+        let pruned = MetricBuilder::new(&self.metrics).counter("chunks_pruned", partition);
+        if partition == 0 {
+            pruned.add((self.selection.total - self.selection.ids.len() as u64) as usize);
+        }
         let scan = PartitionScan::new(
             self.model.clone(),
             self.projection.clone(),

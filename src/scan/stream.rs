@@ -28,6 +28,8 @@ pub struct ScanMetrics {
     pub bytes_read: Count,
     /// Table rows decoded.
     pub rows_decoded: Count,
+    /// Table rows transcoded into the batches that leave the scan.
+    pub rows_transcoded: Count,
     /// Progress shared with a display, if any.
     pub progress: Option<Arc<ScanProgress>>,
 }
@@ -37,7 +39,7 @@ pub struct PartitionScan {
     model: Arc<TableModel>,
     projection: Vec<usize>,
     schema: SchemaRef,
-    units: Range<u64>,
+    units: std::iter::Flatten<std::vec::IntoIter<Range<u64>>>,
     batch_size: usize,
     remaining: Option<usize>,
     caches: Vec<Option<Arc<Chunk>>>,
@@ -68,12 +70,12 @@ struct Unit {
 }
 
 impl PartitionScan {
-    /// A scan of chunk ids `units` of the model's grid array.
+    /// A scan of the chunk ids in `units` (runs) of the model's grid array.
     pub fn new(
         model: Arc<TableModel>,
         projection: Vec<usize>,
         schema: SchemaRef,
-        units: Range<u64>,
+        units: Vec<Range<u64>>,
         batch_size: usize,
         limit: Option<usize>,
         metrics: ScanMetrics,
@@ -83,7 +85,7 @@ impl PartitionScan {
             model,
             projection,
             schema,
-            units,
+            units: units.into_iter().flatten(),
             batch_size: batch_size.max(1),
             remaining: limit,
             caches,
@@ -111,6 +113,7 @@ impl PartitionScan {
                     *r -= n;
                 }
                 let batch = build_batch(&self.model, &self.schema, unit, rows)?;
+                self.metrics.rows_transcoded.add(batch.num_rows());
                 if let Some(delay) = test_batch_delay() {
                     tokio::time::sleep(delay).await;
                 }

@@ -1,0 +1,223 @@
+//! Hundreds of random predicates, from a fixed seed, over corpus stores and fixtures, with
+//! chunk pruning on and off: the results must be identical (every `fill_as_null` and
+//! `invalid_utf32` mode included).
+//!
+//! One deliberate difference: in `invalid_utf32 = 'error'` mode a chunk that pruning skips is
+//! never read, so its invalid code units cannot fail the query (as a Parquet reader does not
+//! validate row groups it skips). Where pruning off fails, pruning on must fail the same way or
+//! succeed without the offending chunk.
+
+mod common;
+
+use arrow::util::pretty::pretty_format_batches;
+
+use common::*;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// A table to query: location, options, its dimension columns with their lengths, extra atoms.
+struct Target {
+    store: String,
+    options: &'static str,
+    dims: Vec<(&'static str, u64)>,
+    extra: Vec<&'static str>,
+}
+
+fn atom(rng: &mut Rng, t: &Target) -> String {
+    if !t.extra.is_empty() && rng.below(5) == 0 {
+        return t.extra[rng.below(t.extra.len() as u64) as usize].to_string();
+    }
+    let (d, len) = t.dims[rng.below(t.dims.len() as u64) as usize];
+    let v = |rng: &mut Rng| rng.below(len + 3);
+    match rng.below(7) {
+        0 => format!("{d} = {}", v(rng)),
+        1 => format!("{d} < {}", v(rng)),
+        2 => format!("{d} >= {}", v(rng)),
+        3 => format!("{d} <= {}", v(rng)),
+        4 => {
+            let a = v(rng);
+            format!("{d} BETWEEN {a} AND {}", a + rng.below(len / 3 + 2))
+        }
+        5 => format!("{d} IN ({}, {}, {})", v(rng), v(rng), v(rng)),
+        _ => format!("{d} <> {}", v(rng)),
+    }
+}
+
+fn predicate(rng: &mut Rng, t: &Target) -> String {
+    let mut p = atom(rng, t);
+    for _ in 0..rng.below(3) {
+        let op = if rng.below(3) == 0 { "OR" } else { "AND" };
+        p = format!("({p}) {op} ({})", atom(rng, t));
+    }
+    if rng.below(6) == 0 {
+        p = format!("NOT ({p})");
+    }
+    p
+}
+
+async fn run(sql: &str) -> Result<String, String> {
+    let ctx = context();
+    match ctx.sql(sql).await {
+        Ok(df) => match df.collect().await {
+            Ok(b) => Ok(pretty_format_batches(&b).unwrap().to_string()),
+            Err(e) => Err(e.to_string()),
+        },
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pruning_never_changes_results() {
+    let station_atoms = vec![
+        "station = 'ST-015'",
+        "station < 'ST-010'",
+        "station IN ('ST-003', 'ST-026', 'nope')",
+        "station >= 'ST-020' AND label LIKE '%a%'",
+        "value > 0",
+    ];
+    let targets = vec![
+        Target {
+            store: corpus_store("01_1d_le_uncompressed"),
+            options: "",
+            dims: vec![("dim_0", 103)],
+            extra: vec!["value LIKE 'a%'", "length(value) > 5"],
+        },
+        Target {
+            store: corpus_store("06_2d_transpose_dimnames"),
+            options: "",
+            dims: vec![("row", 37), ("col", 23)],
+            extra: vec!["value LIKE '%ar%'"],
+        },
+        Target {
+            store: corpus_store("07_sharding_index_end"),
+            options: "",
+            dims: vec![("dim_0", 250)],
+            extra: vec!["value = ''"],
+        },
+        Target {
+            store: corpus_store("08_sharding_index_start"),
+            options: ", 'fill_as_null', 'true'",
+            dims: vec![("dim_0", 30), ("dim_1", 20)],
+            extra: vec!["value IS NULL"],
+        },
+        Target {
+            store: corpus_store("09_fill_value_missing_chunks"),
+            options: ", 'fill_as_null', 'true'",
+            dims: vec![("dim_0", 40)],
+            extra: vec!["value IS NULL", "value = ''"],
+        },
+        Target {
+            store: corpus_store("09_fill_value_missing_chunks"),
+            options: "",
+            dims: vec![("dim_0", 40)],
+            extra: vec!["value = 'n/a'"],
+        },
+        Target {
+            store: corpus_store("14_chunk_key_encoding_v2_dot"),
+            options: "",
+            dims: vec![("dim_0", 9), ("dim_1", 7)],
+            extra: vec![],
+        },
+        Target {
+            store: corpus_store("16_zarr_v2_U12_2d_blosc_fill"),
+            options: ", 'fill_as_null', 'true'",
+            dims: vec![("dim_0", 11), ("dim_1", 6)],
+            extra: vec!["value IS NOT NULL"],
+        },
+        Target {
+            store: corpus_store("13_group_consolidated_metadata"),
+            options: "",
+            dims: vec![],
+            extra: station_atoms.clone(),
+        },
+        Target {
+            store: fixture("mixed_chunks.zarr"),
+            options: "",
+            dims: vec![("y", 10), ("x", 6)],
+            extra: vec!["b % 3 = 0", "a LIKE 'a1%'"],
+        },
+        Target {
+            store: fixture("fills.zarr"),
+            options: ", 'fill_as_null', 'true'",
+            dims: vec![("i", 8)],
+            extra: vec!["ints IS NULL", "floats > 2"],
+        },
+        Target {
+            store: fixture("invalid_utf32.zarr"),
+            options: ", 'invalid_utf32', 'replace'",
+            dims: vec![("dim_0", 6)],
+            extra: vec!["value LIKE '%\u{FFFD}%'"],
+        },
+        Target {
+            store: fixture("invalid_utf32.zarr"),
+            options: ", 'invalid_utf32', 'null'",
+            dims: vec![("dim_0", 6)],
+            extra: vec!["value IS NULL"],
+        },
+        Target {
+            store: fixture("invalid_utf32.zarr"),
+            options: "",
+            dims: vec![("dim_0", 6)],
+            extra: vec![],
+        },
+    ];
+    let mut rng = Rng(0x005E_ED0F_2A11_C0DE);
+    let mut compared = 0;
+    for t in &targets {
+        let n = if t.dims.is_empty() { 20 } else { 30 };
+        for _ in 0..n {
+            let pred = if t.dims.is_empty() {
+                let mut p = t.extra[rng.below(t.extra.len() as u64) as usize].to_string();
+                if rng.below(2) == 0 {
+                    p = format!(
+                        "({p}) OR ({})",
+                        t.extra[rng.below(t.extra.len() as u64) as usize]
+                    );
+                }
+                p
+            } else {
+                predicate(&mut rng, t)
+            };
+            let order = if t.dims.is_empty() {
+                "station".to_string()
+            } else {
+                t.dims.iter().map(|d| d.0).collect::<Vec<_>>().join(", ")
+            };
+            let query = |pruning: &str| {
+                format!(
+                    "SELECT * FROM read_zarr('{}', ''{}, 'pruning', '{pruning}') WHERE {pred} ORDER BY {order}",
+                    t.store, t.options
+                )
+            };
+            let on = run(&query("true")).await;
+            let off = run(&query("false")).await;
+            match (&on, &off) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{}", query("true")),
+                (Err(a), Err(b)) => assert_eq!(a, b, "{}", query("true")),
+                (Ok(_), Err(e)) => assert!(
+                    e.contains("is not a Unicode scalar value"),
+                    "pruning on succeeded where off failed: {e}\n{}",
+                    query("true")
+                ),
+                (Err(e), Ok(_)) => panic!(
+                    "pruning on failed where off succeeded: {e}\n{}",
+                    query("true")
+                ),
+            }
+            compared += 1;
+        }
+    }
+    assert!(compared >= 400, "{compared}");
+}
