@@ -66,8 +66,9 @@ pub struct ZarrOptions {
     pub max_chunk_bytes: u64,
     /// Largest metadata document accepted, in bytes.
     pub max_metadata_bytes: u64,
-    /// Use filters on dimension columns to skip chunks.
-    pub pruning: bool,
+    /// Push filters into the scan: prune chunks on dimension columns, and evaluate string
+    /// predicates on UTF-32 code units before transcoding.
+    pub pushdown: bool,
 }
 
 impl Default for ZarrOptions {
@@ -80,7 +81,7 @@ impl Default for ZarrOptions {
             arrays: None,
             max_chunk_bytes: 1 << 30,
             max_metadata_bytes: 64 << 20,
-            pruning: true,
+            pushdown: true,
         }
     }
 }
@@ -94,7 +95,7 @@ pub const OPTION_KEYS: &[&str] = &[
     "arrays",
     "max_chunk_bytes",
     "max_metadata_bytes",
-    "pruning",
+    "pushdown",
 ];
 
 impl ZarrOptions {
@@ -135,7 +136,7 @@ impl ZarrOptions {
             }
             "max_chunk_bytes" => self.max_chunk_bytes = parse_size(key, value)?,
             "max_metadata_bytes" => self.max_metadata_bytes = parse_size(key, value)?,
-            "pruning" => self.pruning = parse_bool(key, value)?,
+            "pushdown" => self.pushdown = parse_bool(key, value)?,
             _ => {
                 return Err(ZarrError::Option(format!(
                     "unknown option '{key}'; known options: {}",

@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::node::open_node;
 use crate::options::ZarrOptions;
 use crate::progress::ScanProgress;
-use crate::scan::{ZarrScanExec, is_dimension_filter, select_chunks};
+use crate::scan::{RawFilter, ZarrScanExec, is_dimension_filter, select_chunks};
 use crate::store::ZarrStore;
 use crate::table::TableModel;
 
@@ -76,7 +76,10 @@ impl TableProvider for ZarrTable {
         Ok(filters
             .iter()
             .map(|f| {
-                if self.model.options.pruning && is_dimension_filter(&self.model, f) {
+                if self.model.options.pushdown
+                    && (is_dimension_filter(&self.model, f)
+                        || RawFilter::parse(&self.model, f).is_some())
+                {
                     TableProviderFilterPushDown::Inexact
                 } else {
                     TableProviderFilterPushDown::Unsupported
@@ -92,7 +95,7 @@ impl TableProvider for ZarrTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> DFResult<Arc<dyn ExecutionPlan>> {
-        let filters: &[Expr] = if self.model.options.pruning {
+        let filters: &[Expr] = if self.model.options.pushdown {
             filters
         } else {
             &[]
@@ -109,7 +112,13 @@ impl TableProvider for ZarrTable {
             limit,
             selection,
         )?
-        .with_progress(self.progress.clone());
+        .with_progress(self.progress.clone())
+        .with_raw_filters(
+            filters
+                .iter()
+                .filter_map(|f| RawFilter::parse(&self.model, f))
+                .collect(),
+        );
         Ok(Arc::new(exec))
     }
 }

@@ -1,11 +1,12 @@
 //! Hundreds of random predicates, from a fixed seed, over corpus stores and fixtures, with
-//! chunk pruning on and off: the results must be identical (every `fill_as_null` and
-//! `invalid_utf32` mode included).
+//! pushdown on and off (chunk pruning on dimension columns, and string predicates evaluated on
+//! UTF-32 code units): the results must be identical, every `fill_as_null` and
+//! `invalid_utf32` mode, NULL and fill-value case included.
 //!
-//! One deliberate difference: in `invalid_utf32 = 'error'` mode a chunk that pruning skips is
-//! never read, so its invalid code units cannot fail the query (as a Parquet reader does not
-//! validate row groups it skips). Where pruning off fails, pruning on must fail the same way or
-//! succeed without the offending chunk.
+//! One deliberate difference: in `invalid_utf32 = 'error'` mode, data that pushdown skips (a
+//! pruned chunk, or the other columns of a chunk where no row passes) is never read, so its
+//! invalid code units cannot fail the query, as a Parquet reader does not validate row groups
+//! it skips. Where pushdown off fails, pushdown on must fail the same way or succeed.
 
 mod common;
 
@@ -35,6 +36,40 @@ struct Target {
     extra: Vec<&'static str>,
 }
 
+/// The fixed_length_utf32 columns of a table and some of their values (read with pushdown off).
+async fn string_columns(t: &Target) -> Vec<(String, Vec<String>)> {
+    let ctx = context();
+    let sql = format!(
+        "SELECT * FROM read_zarr('{}', ''{}, 'pushdown', 'false')",
+        t.store, t.options
+    );
+    let Ok(df) = ctx.sql(&sql).await else {
+        return Vec::new();
+    };
+    let names: Vec<String> = df
+        .schema()
+        .fields()
+        .iter()
+        .filter(|f| f.data_type() == &arrow::datatypes::DataType::Utf8)
+        .map(|f| f.name().clone())
+        .collect();
+    let Ok(batches) = df.collect().await else {
+        return names.into_iter().map(|n| (n, Vec::new())).collect();
+    };
+    names
+        .into_iter()
+        .map(|n| {
+            let values: Vec<String> = to_json(column(&batches, &n).as_ref())
+                .into_iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .step_by(7)
+                .take(30)
+                .collect();
+            (n, values)
+        })
+        .collect()
+}
+
 fn atom(rng: &mut Rng, t: &Target) -> String {
     if !t.extra.is_empty() && rng.below(5) == 0 {
         return t.extra[rng.below(t.extra.len() as u64) as usize].to_string();
@@ -52,6 +87,32 @@ fn atom(rng: &mut Rng, t: &Target) -> String {
         }
         5 => format!("{d} IN ({}, {}, {})", v(rng), v(rng), v(rng)),
         _ => format!("{d} <> {}", v(rng)),
+    }
+}
+
+/// A predicate on a string column, with a literal from the data or a made-up one.
+fn string_atom(rng: &mut Rng, column: &str, pool: &[String]) -> String {
+    let made_up = [
+        "", "a", "ma", "n/a", "ST-01", "é", "日本", "zzz", "r1", "\u{FFFD}",
+    ];
+    let lit = if !pool.is_empty() && rng.below(3) > 0 {
+        pool[rng.below(pool.len() as u64) as usize].clone()
+    } else {
+        made_up[rng.below(made_up.len() as u64) as usize].to_string()
+    };
+    let prefix: String = lit.chars().take(1 + rng.below(3) as usize).collect();
+    let lit = lit.replace('\'', "''");
+    let prefix = prefix.replace('\'', "''");
+    match rng.below(9) {
+        0 => format!("{column} = '{lit}'"),
+        1 => format!("{column} <> '{lit}'"),
+        2 => format!("{column} IN ('{lit}', '{prefix}', 'n/a')"),
+        3 => format!("{column} LIKE '{prefix}%'"),
+        4 => format!("starts_with({column}, '{prefix}')"),
+        5 => format!("{column} < '{lit}'"),
+        6 => format!("{column} >= '{lit}'"),
+        7 => format!("'{lit}' > {column}"),
+        _ => format!("{column} <= '{prefix}'"),
     }
 }
 
@@ -79,7 +140,7 @@ async fn run(sql: &str) -> Result<String, String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pruning_never_changes_results() {
+async fn pushdown_never_changes_results() {
     let station_atoms = vec![
         "station = 'ST-015'",
         "station < 'ST-010'",
@@ -176,9 +237,19 @@ async fn pruning_never_changes_results() {
     let mut rng = Rng(0x005E_ED0F_2A11_C0DE);
     let mut compared = 0;
     for t in &targets {
+        let strings = string_columns(t).await;
         let n = if t.dims.is_empty() { 20 } else { 30 };
         for _ in 0..n {
-            let pred = if t.dims.is_empty() {
+            let pred = if !strings.is_empty() && rng.below(2) == 0 {
+                let (col, pool) = &strings[rng.below(strings.len() as u64) as usize];
+                let mut p = string_atom(&mut rng, col, pool);
+                match rng.below(4) {
+                    0 if !t.dims.is_empty() => p = format!("({p}) AND ({})", atom(&mut rng, t)),
+                    1 => p = format!("({p}) AND ({})", string_atom(&mut rng, col, pool)),
+                    _ => {}
+                }
+                p
+            } else if t.dims.is_empty() {
                 let mut p = t.extra[rng.below(t.extra.len() as u64) as usize].to_string();
                 if rng.below(2) == 0 {
                     p = format!(
@@ -195,9 +266,9 @@ async fn pruning_never_changes_results() {
             } else {
                 t.dims.iter().map(|d| d.0).collect::<Vec<_>>().join(", ")
             };
-            let query = |pruning: &str| {
+            let query = |pushdown: &str| {
                 format!(
-                    "SELECT * FROM read_zarr('{}', ''{}, 'pruning', '{pruning}') WHERE {pred} ORDER BY {order}",
+                    "SELECT * FROM read_zarr('{}', ''{}, 'pushdown', '{pushdown}') WHERE {pred} ORDER BY {order}",
                     t.store, t.options
                 )
             };
@@ -208,11 +279,11 @@ async fn pruning_never_changes_results() {
                 (Err(a), Err(b)) => assert_eq!(a, b, "{}", query("true")),
                 (Ok(_), Err(e)) => assert!(
                     e.contains("is not a Unicode scalar value"),
-                    "pruning on succeeded where off failed: {e}\n{}",
+                    "pushdown on succeeded where off failed: {e}\n{}",
                     query("true")
                 ),
                 (Err(e), Ok(_)) => panic!(
-                    "pruning on failed where off succeeded: {e}\n{}",
+                    "pushdown on failed where off succeeded: {e}\n{}",
                     query("true")
                 ),
             }

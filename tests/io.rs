@@ -200,3 +200,82 @@ async fn scans_stream_in_batches_over_partitions() {
     }
     assert_eq!(total, 200_000);
 }
+
+/// Runs `sql` and returns the summed metric `name` of its ZarrScanExec.
+async fn scan_metric(
+    ctx: &datafusion::prelude::SessionContext,
+    sql: &str,
+    names: &[&str],
+) -> (usize, Vec<usize>) {
+    use datafusion::physical_plan::ExecutionPlan;
+    let df = ctx.sql(sql).await.unwrap();
+    let plan = df.create_physical_plan().await.unwrap();
+    let batches = datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
+        .await
+        .unwrap();
+    let rows = batches.iter().map(|b| b.num_rows()).sum();
+    fn find(p: &std::sync::Arc<dyn ExecutionPlan>) -> Option<std::sync::Arc<dyn ExecutionPlan>> {
+        if p.name() == "ZarrScanExec" {
+            return Some(p.clone());
+        }
+        p.children().into_iter().find_map(find)
+    }
+    let scan = find(&plan).expect("a ZarrScanExec");
+    let metrics = scan.metrics().unwrap();
+    let values = names
+        .iter()
+        .map(|n| metrics.sum_by_name(n).map_or(0, |m| m.as_usize()))
+        .collect();
+    (rows, values)
+}
+
+#[tokio::test]
+async fn only_matching_rows_are_transcoded() {
+    let ctx = context();
+    let store = corpus_store("17_large_200k_zstd");
+    let (rows, m) = scan_metric(
+        &ctx,
+        &format!("SELECT dim_0, value FROM read_zarr('{store}') WHERE value = 'mar'"),
+        &["rows_transcoded", "rows_decoded"],
+    )
+    .await;
+    assert_eq!(rows, 647);
+    assert_eq!(m[0], 647, "rows_transcoded");
+    assert_eq!(m[1], 200_000, "rows_decoded");
+    let (rows, m) = scan_metric(
+        &ctx,
+        &format!("SELECT value FROM read_zarr('{store}') WHERE starts_with(value, 'Zor') AND dim_0 < 50000"),
+        &["rows_transcoded", "chunks_read", "chunks_pruned"],
+    )
+    .await;
+    assert_eq!(m[0], rows, "rows_transcoded equals the matching rows");
+    assert_eq!((m[1], m[2]), (5, 15), "chunks read and pruned");
+    // Without pushdown, every row is transcoded.
+    let (rows_off, m) = scan_metric(
+        &ctx,
+        &format!("SELECT value FROM read_zarr('{store}', '', 'pushdown', 'false') WHERE starts_with(value, 'Zor') AND dim_0 < 50000"),
+        &["rows_transcoded"],
+    )
+    .await;
+    assert_eq!(rows_off, rows);
+    assert_eq!(m[0], 200_000);
+}
+
+#[tokio::test]
+async fn late_materialisation_skips_other_columns_of_chunks_without_matches() {
+    let (ctx, log) = counting_context();
+    let store = corpus_store("13_group_consolidated_metadata");
+    // 'kajinsen' is the label of station ST-001, in the first of three chunks.
+    let batches = query(
+        &ctx,
+        &format!("SELECT station, label, value FROM read_zarr('{store}') WHERE label = 'kajinsen'"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 1);
+    let gets = chunk_gets(&log);
+    let label = gets.iter().filter(|g| g.contains("/label/c/")).count();
+    let value = gets.iter().filter(|g| g.contains("/value/c/")).count();
+    assert_eq!(label, 3, "{gets:?}");
+    assert_eq!(value, 1, "only the chunk with a match: {gets:?}");
+}

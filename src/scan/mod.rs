@@ -3,6 +3,7 @@
 
 mod convert;
 mod pruning;
+mod raw_filter;
 mod read;
 mod stream;
 
@@ -25,13 +26,14 @@ use datafusion::physical_plan::{
 };
 
 pub use pruning::{ChunkSelection, is_dimension_filter, select_chunks};
+pub use raw_filter::RawFilter;
 pub use read::{Chunk, Elements, ReadCounts, for_each_run, read_chunk};
 pub use stream::unravel;
 
 use crate::error::{Result, ZarrError};
 use crate::progress::ScanProgress;
 use crate::table::TableModel;
-use stream::{PartitionScan, ScanMetrics};
+use stream::{PartitionScan, ScanMetrics, ScanSpec};
 
 /// Physical plan node scanning a Zarr table.
 #[derive(Debug)]
@@ -43,6 +45,8 @@ pub struct ZarrScanExec {
     partitions: Vec<Vec<Range<u64>>>,
     /// The chunks left after pruning.
     selection: Arc<ChunkSelection>,
+    /// String predicates evaluated on UTF-32 code units before transcoding.
+    raw_filters: Arc<Vec<RawFilter>>,
     /// Rows of each partition.
     partition_rows: Vec<u64>,
     limit: Option<usize>,
@@ -113,11 +117,22 @@ impl ZarrScanExec {
             partitions,
             partition_rows,
             selection: Arc::new(selection),
+            raw_filters: Arc::new(Vec::new()),
             limit,
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
             progress: None,
         })
+    }
+
+    /// Evaluates `filters` on the UTF-32 code units (only those on projected columns apply).
+    pub fn with_raw_filters(mut self, filters: Vec<RawFilter>) -> Self {
+        let filters = filters
+            .into_iter()
+            .filter(|f| self.projection.contains(&f.column))
+            .collect();
+        self.raw_filters = Arc::new(filters);
+        self
     }
 
     /// Reports progress to `progress` (its totals grow by this scan's rows and chunks).
@@ -168,6 +183,11 @@ impl DisplayAs for ZarrScanExec {
                     names.join(", "),
                     self.planned_chunks()
                 )?;
+                if !self.raw_filters.is_empty() {
+                    let shown: Vec<String> =
+                        self.raw_filters.iter().map(|r| r.to_string()).collect();
+                    write!(f, ", utf32_filters=[{}]", shown.join(", "))?;
+                }
                 if let Some(p) = &self.selection.predicate {
                     write!(
                         f,
@@ -183,6 +203,11 @@ impl DisplayAs for ZarrScanExec {
             DisplayFormatType::TreeRender => {
                 writeln!(f, "node={}", self.model.display)?;
                 writeln!(f, "chunks={}", self.planned_chunks())?;
+                if !self.raw_filters.is_empty() {
+                    let shown: Vec<String> =
+                        self.raw_filters.iter().map(|r| r.to_string()).collect();
+                    writeln!(f, "utf32_filters=[{}]", shown.join(", "))?;
+                }
                 if let Some(p) = &self.selection.predicate {
                     writeln!(f, "pruning_predicate={p}")?;
                     writeln!(
@@ -250,15 +275,14 @@ impl ExecutionPlan for ZarrScanExec {
         if partition == 0 {
             pruned.add((self.selection.total - self.selection.ids.len() as u64) as usize);
         }
-        let scan = PartitionScan::new(
-            self.model.clone(),
-            self.projection.clone(),
-            self.schema.clone(),
-            units,
-            context.session_config().batch_size(),
-            self.limit,
-            metrics,
-        );
+        let spec = ScanSpec {
+            model: self.model.clone(),
+            projection: self.projection.clone(),
+            schema: self.schema.clone(),
+            raw_filters: self.raw_filters.clone(),
+            limit: self.limit,
+        };
+        let scan = PartitionScan::new(spec, units, context.session_config().batch_size(), metrics);
         let stream = futures::stream::try_unfold(scan, |mut scan| async move {
             match scan.next_batch().await {
                 Ok(Some(batch)) => Ok(Some((batch, scan))),

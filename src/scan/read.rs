@@ -48,6 +48,35 @@ impl Elements {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// The elements at `rows`, in that order.
+    pub fn gather(&self, rows: &[usize]) -> Elements {
+        match self {
+            Elements::Fixed { bytes, size } => {
+                let mut out = Vec::with_capacity(rows.len() * size);
+                for &r in rows {
+                    out.extend_from_slice(&bytes[r * size..(r + 1) * size]);
+                }
+                Elements::Fixed {
+                    bytes: out,
+                    size: *size,
+                }
+            }
+            Elements::Variable { bytes, offsets } => {
+                let mut out = Vec::new();
+                let mut out_offsets = Vec::with_capacity(rows.len() + 1);
+                out_offsets.push(0);
+                for &r in rows {
+                    out.extend_from_slice(&bytes[offsets[r]..offsets[r + 1]]);
+                    out_offsets.push(out.len());
+                }
+                Elements::Variable {
+                    bytes: out,
+                    offsets: out_offsets,
+                }
+            }
+        }
+    }
 }
 
 /// One decoded chunk.

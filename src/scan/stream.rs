@@ -14,7 +14,8 @@ use crate::error::{Result, ZarrError};
 use crate::node::ArrayNode;
 use crate::progress::ScanProgress;
 use crate::scan::convert::to_arrow;
-use crate::scan::read::{Chunk, ReadCounts, Region, chunk_key, read_region};
+use crate::scan::raw_filter::{RawFilter, select_rows};
+use crate::scan::read::{Chunk, Elements, ReadCounts, Region, chunk_key, read_region};
 use crate::table::{ColumnSource, TableModel};
 
 /// Metrics a partition updates.
@@ -45,6 +46,7 @@ pub struct PartitionScan {
     caches: Vec<Option<Arc<Chunk>>>,
     current: Option<Unit>,
     metrics: ScanMetrics,
+    raw_filters: Arc<Vec<RawFilter>>,
 }
 
 enum UnitColumn {
@@ -64,33 +66,49 @@ enum UnitColumn {
 struct Unit {
     origin: Vec<u64>,
     extent: Vec<u64>,
+    /// Rows to emit: all of the unit's, or those in `selection`.
     rows: usize,
     pos: usize,
     columns: Vec<UnitColumn>,
+    /// The unit rows that passed the raw string filters, if there are any.
+    selection: Option<Vec<u32>>,
+}
+
+/// What every partition of a scan shares.
+#[derive(Debug, Clone)]
+pub struct ScanSpec {
+    /// The table.
+    pub model: Arc<TableModel>,
+    /// Column indices of the model to produce.
+    pub projection: Vec<usize>,
+    /// The projected schema.
+    pub schema: SchemaRef,
+    /// String predicates evaluated on UTF-32 code units.
+    pub raw_filters: Arc<Vec<RawFilter>>,
+    /// At most this many rows.
+    pub limit: Option<usize>,
 }
 
 impl PartitionScan {
     /// A scan of the chunk ids in `units` (runs) of the model's grid array.
     pub fn new(
-        model: Arc<TableModel>,
-        projection: Vec<usize>,
-        schema: SchemaRef,
+        spec: ScanSpec,
         units: Vec<Range<u64>>,
         batch_size: usize,
-        limit: Option<usize>,
         metrics: ScanMetrics,
     ) -> Self {
-        let caches = vec![None; projection.len()];
+        let caches = vec![None; spec.projection.len()];
         Self {
-            model,
-            projection,
-            schema,
+            model: spec.model,
+            projection: spec.projection,
+            schema: spec.schema,
             units: units.into_iter().flatten(),
             batch_size: batch_size.max(1),
-            remaining: limit,
+            remaining: spec.limit,
             caches,
             current: None,
             metrics,
+            raw_filters: spec.raw_filters,
         }
     }
 
@@ -144,29 +162,21 @@ impl PartitionScan {
             .map(|(&o, &e)| o..o + e)
             .collect();
         let mut counts = ReadCounts::default();
-        let mut columns = Vec::with_capacity(self.projection.len());
-        for (slot, &ci) in self.projection.iter().enumerate() {
-            let column = &model.columns[ci];
-            columns.push(match &column.source {
-                ColumnSource::Index { dim } => UnitColumn::Index { dim: *dim },
-                ColumnSource::Coordinate { dim, array } => {
-                    let range = [region[*dim].clone()];
-                    let r = read_region(
-                        &model.store,
-                        array,
-                        &range,
-                        &model.options,
-                        &mut self.caches[slot],
-                        &mut counts,
-                    )
-                    .await?;
-                    let len = (range[0].end - range[0].start) as usize;
-                    let start = range[0].start;
-                    let locate = |row: usize| locate(array, &[start + row as u64]);
-                    let values = to_arrow(array, r.elements(), 0..len, &model.options, &locate)?;
-                    UnitColumn::Coordinate { dim: *dim, values }
-                }
-                ColumnSource::Value { array } => {
+        let mut regions: Vec<Option<Region>> = vec![None; self.projection.len()];
+
+        // Late materialisation: read the columns of the raw string filters first, and the
+        // rest only if some row passes; transcode only the rows that pass.
+        let mut selection = None;
+        if !self.raw_filters.is_empty() {
+            let mut evaluated = Vec::new();
+            for f in self.raw_filters.iter() {
+                let Some(slot) = self.projection.iter().position(|&c| c == f.column) else {
+                    continue;
+                };
+                if regions[slot].is_none() {
+                    let ColumnSource::Value { array } = &model.columns[f.column].source else {
+                        continue;
+                    };
                     let r = read_region(
                         &model.store,
                         array,
@@ -176,12 +186,74 @@ impl PartitionScan {
                         &mut counts,
                     )
                     .await?;
-                    UnitColumn::Value {
-                        node: array.clone(),
-                        region: r,
-                    }
+                    regions[slot] = Some(r);
                 }
-            });
+                evaluated.push((f.column, slot));
+            }
+            let elements: Vec<(usize, &Elements)> = evaluated
+                .iter()
+                .filter_map(|&(c, slot)| regions[slot].as_ref().map(|r| (c, r.elements())))
+                .collect();
+            let locate_in = |column: usize, row: usize| match &model.columns[column].source {
+                ColumnSource::Value { array } => locate(array, &unit_coords(&origin, &extent, row)),
+                _ => (String::from("?"), 0),
+            };
+            let mask = select_rows(&model, &self.raw_filters, &elements, rows, &locate_in)?;
+            let rows_passing: Vec<u32> = mask
+                .iter()
+                .enumerate()
+                .filter_map(|(i, &keep)| keep.then_some(i as u32))
+                .collect();
+            selection = Some(rows_passing);
+        }
+        let skip_rest = selection.as_ref().is_some_and(Vec::is_empty);
+
+        let mut columns = Vec::with_capacity(self.projection.len());
+        if !skip_rest {
+            for (slot, &ci) in self.projection.iter().enumerate() {
+                let column = &model.columns[ci];
+                columns.push(match &column.source {
+                    ColumnSource::Index { dim } => UnitColumn::Index { dim: *dim },
+                    ColumnSource::Coordinate { dim, array } => {
+                        let range = [region[*dim].clone()];
+                        let r = read_region(
+                            &model.store,
+                            array,
+                            &range,
+                            &model.options,
+                            &mut self.caches[slot],
+                            &mut counts,
+                        )
+                        .await?;
+                        let len = (range[0].end - range[0].start) as usize;
+                        let start = range[0].start;
+                        let locate = |row: usize| locate(array, &[start + row as u64]);
+                        let values =
+                            to_arrow(array, r.elements(), 0..len, &model.options, &locate)?;
+                        UnitColumn::Coordinate { dim: *dim, values }
+                    }
+                    ColumnSource::Value { array } => {
+                        let r = match regions[slot].take() {
+                            Some(r) => r,
+                            None => {
+                                read_region(
+                                    &model.store,
+                                    array,
+                                    &region,
+                                    &model.options,
+                                    &mut self.caches[slot],
+                                    &mut counts,
+                                )
+                                .await?
+                            }
+                        };
+                        UnitColumn::Value {
+                            node: array.clone(),
+                            region: r,
+                        }
+                    }
+                });
+            }
         }
         self.metrics.chunks_read.add(counts.chunks_read);
         self.metrics.chunks_missing.add(counts.chunks_missing);
@@ -190,21 +262,34 @@ impl PartitionScan {
         if let Some(p) = &self.metrics.progress {
             p.add_done(rows as u64);
         }
+        let emitted = selection.as_ref().map_or(rows, Vec::len);
         Ok(Unit {
             origin,
             extent,
-            rows,
+            rows: emitted,
             pos: 0,
             columns,
+            selection,
         })
     }
+}
+
+/// Array coordinates of row `row` (C order) of the unit at `origin` with `extent`.
+fn unit_coords(origin: &[u64], extent: &[u64], row: usize) -> Vec<u64> {
+    let mut coords = vec![0u64; extent.len()];
+    let mut rest = row as u64;
+    for d in (0..extent.len()).rev() {
+        coords[d] = origin[d] + rest % extent[d].max(1);
+        rest /= extent[d].max(1);
+    }
+    coords
 }
 
 fn build_batch(
     model: &TableModel,
     schema: &SchemaRef,
     unit: &Unit,
-    rows: Range<usize>,
+    positions: Range<usize>,
 ) -> Result<RecordBatch> {
     let ndim = unit.extent.len();
     // strides[d]: rows per step along dimension d within the unit.
@@ -213,39 +298,44 @@ fn build_batch(
         strides[d] = strides[d + 1] * unit.extent[d + 1];
     }
     let local = |d: usize, r: usize| (r as u64 / strides[d]) % unit.extent[d];
+    // The unit rows of this batch.
+    let rows: Vec<usize> = match &unit.selection {
+        Some(sel) => sel[positions.clone()].iter().map(|&r| r as usize).collect(),
+        None => positions.clone().collect(),
+    };
     let mut arrays: Vec<ArrayRef> = Vec::with_capacity(unit.columns.len());
     for column in &unit.columns {
         arrays.push(match column {
             UnitColumn::Index { dim } => Arc::new(UInt64Array::from_iter_values(
-                rows.clone().map(|r| unit.origin[*dim] + local(*dim, r)),
+                rows.iter().map(|&r| unit.origin[*dim] + local(*dim, r)),
             )),
             UnitColumn::Coordinate { dim, values } => {
                 let idx =
-                    UInt32Array::from_iter_values(rows.clone().map(|r| local(*dim, r) as u32));
+                    UInt32Array::from_iter_values(rows.iter().map(|&r| local(*dim, r) as u32));
                 take(values.as_ref(), &idx, None).map_err(|e| {
                     ZarrError::metadata(&model.display, format!("coordinate lookup: {e}"))
                 })?
             }
-            UnitColumn::Value { node, region } => {
-                let origin = &unit.origin;
-                let extent = &unit.extent;
-                let locate = |row: usize| {
-                    let mut coords = vec![0u64; extent.len()];
-                    let mut rest = row as u64;
-                    for d in (0..extent.len()).rev() {
-                        coords[d] = origin[d] + rest % extent[d];
-                        rest /= extent[d];
-                    }
-                    locate(node, &coords)
-                };
-                to_arrow(
-                    node,
-                    region.elements(),
-                    rows.clone(),
-                    &model.options,
-                    &locate,
-                )?
-            }
+            UnitColumn::Value { node, region } => match &unit.selection {
+                None => {
+                    let locate =
+                        |row: usize| locate(node, &unit_coords(&unit.origin, &unit.extent, row));
+                    to_arrow(
+                        node,
+                        region.elements(),
+                        positions.clone(),
+                        &model.options,
+                        &locate,
+                    )?
+                }
+                Some(_) => {
+                    // Gather the passing rows, then transcode only them.
+                    let gathered = region.elements().gather(&rows);
+                    let locate =
+                        |i: usize| locate(node, &unit_coords(&unit.origin, &unit.extent, rows[i]));
+                    to_arrow(node, &gathered, 0..rows.len(), &model.options, &locate)?
+                }
+            },
         });
     }
     let options = RecordBatchOptions::new().with_row_count(Some(rows.len()));
