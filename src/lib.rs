@@ -23,6 +23,8 @@
 pub mod error;
 pub mod export;
 pub mod factory;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod guards;
 pub mod inspect;
 pub mod node;

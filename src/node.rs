@@ -129,7 +129,12 @@ pub async fn open_node(store: &ZarrStore, options: &ZarrOptions) -> Result<Node>
     }
     if let Some(zarray) = get_json(store, &join_key(&path, ".zarray"), limit).await? {
         let zattrs = get_json(store, &join_key(&path, ".zattrs"), limit).await?;
-        return Ok(Node::Array(array_v2(store, &path, zarray, zattrs)?));
+        return Ok(Node::Array(array_v2(
+            store.display_location(),
+            &path,
+            zarray,
+            zattrs,
+        )?));
     }
     if let Some(zgroup) = get_json(store, &join_key(&path, ".zgroup"), limit).await? {
         return open_v2_group(store, &path, zgroup, limit).await;
@@ -141,10 +146,14 @@ pub async fn open_node(store: &ZarrStore, options: &ZarrOptions) -> Result<Node>
 }
 
 fn node_display(store: &ZarrStore, path: &str) -> String {
+    display_in(store.display_location(), path)
+}
+
+fn display_in(location: &str, path: &str) -> String {
     if path.is_empty() {
-        store.display_location().to_string()
+        location.to_string()
     } else {
-        format!("{}/{}", store.display_location(), path)
+        format!("{location}/{path}")
     }
 }
 
@@ -165,6 +174,22 @@ async fn get_json(store: &ZarrStore, key: &str, limit: u64) -> Result<Option<Val
     Ok(Some(doc))
 }
 
+/// Parses one array's metadata document (`zarr.json`, or `.zarray` for Zarr V2) without I/O:
+/// what `open_node` does for an array, for tools and fuzzing.
+pub fn parse_array(location: &str, path: &str, document: &[u8]) -> Result<ArrayNode> {
+    bounded_codecs::register();
+    let display = display_in(location, path);
+    let doc = parse_json(document)
+        .map_err(|e| ZarrError::metadata(&display, format!("not valid JSON: {e}")))?;
+    match doc.get("zarr_format").and_then(Value::as_u64) {
+        Some(2) => array_v2(location, path, doc, None),
+        _ => {
+            check_zarr_format(&display, &doc, 3)?;
+            array_v3(location, path, doc)
+        }
+    }
+}
+
 /// Parses JSON with serde_json's nesting limit (128), so deeply nested input is an error, not
 /// a stack overflow.
 fn parse_json(bytes: &[u8]) -> std::result::Result<Value, serde_json::Error> {
@@ -175,7 +200,7 @@ async fn open_v3(store: &ZarrStore, path: &str, doc: Value, limit: u64) -> Resul
     let display = node_display(store, path);
     check_zarr_format(&display, &doc, 3)?;
     match doc.get("node_type").and_then(Value::as_str) {
-        Some("array") => Ok(Node::Array(array_v3(store, path, doc)?)),
+        Some("array") => Ok(Node::Array(array_v3(store.display_location(), path, doc)?)),
         Some("group") => {
             let attributes = attributes_of(&doc);
             let mut arrays = Vec::new();
@@ -190,7 +215,11 @@ async fn open_v3(store: &ZarrStore, path: &str, doc: Value, limit: u64) -> Resul
                 for (name, child) in entries.iter().filter(|(k, _)| !k.contains('/')) {
                     let child_path = join_key(path, name);
                     match child.get("node_type").and_then(Value::as_str) {
-                        Some("array") => arrays.push(array_v3(store, &child_path, child.clone())?),
+                        Some("array") => arrays.push(array_v3(
+                            store.display_location(),
+                            &child_path,
+                            child.clone(),
+                        )?),
                         Some("group") => groups.push(name.clone()),
                         _ => {
                             return Err(ZarrError::metadata(
@@ -209,7 +238,9 @@ async fn open_v3(store: &ZarrStore, path: &str, doc: Value, limit: u64) -> Resul
                     };
                     check_zarr_format(&node_display(store, &child_path), &child, 3)?;
                     match child.get("node_type").and_then(Value::as_str) {
-                        Some("array") => arrays.push(array_v3(store, &child_path, child)?),
+                        Some("array") => {
+                            arrays.push(array_v3(store.display_location(), &child_path, child)?)
+                        }
                         Some("group") => groups.push(name),
                         _ => {
                             return Err(ZarrError::metadata(
@@ -272,8 +303,8 @@ fn array_name(path: &str) -> String {
 }
 
 /// Builds a V3 array node from its `zarr.json`.
-fn array_v3(store: &ZarrStore, path: &str, doc: Value) -> Result<ArrayNode> {
-    let display = node_display(store, path);
+fn array_v3(location: &str, path: &str, doc: Value) -> Result<ArrayNode> {
+    let display = display_in(location, path);
     let data_type = doc
         .get("data_type")
         .ok_or_else(|| ZarrError::metadata(&display, "array metadata has no data_type"))?;
@@ -419,12 +450,12 @@ fn check_bytes_endian(display: &str, codecs: Option<&Value>) -> Result<()> {
 
 /// Builds a V2 array node from `.zarray` (and `.zattrs`).
 fn array_v2(
-    store: &ZarrStore,
+    location: &str,
     path: &str,
     mut zarray: Value,
     zattrs: Option<Value>,
 ) -> Result<ArrayNode> {
-    let display = node_display(store, path);
+    let display = display_in(location, path);
     check_zarr_format(&display, &zarray, 2)?;
     let dtype = zarray.get("dtype").cloned().unwrap_or(Value::Null);
     let data_type_name = match &dtype {
@@ -636,7 +667,12 @@ async fn open_v2_group(store: &ZarrStore, path: &str, zgroup: Value, limit: u64)
             let child_path = join_key(path, name);
             if let Some(zarray) = entries.get(&format!("{child_path}/.zarray")) {
                 let zattrs = entries.get(&format!("{child_path}/.zattrs")).cloned();
-                arrays.push(array_v2(store, &child_path, zarray.clone(), zattrs)?);
+                arrays.push(array_v2(
+                    store.display_location(),
+                    &child_path,
+                    zarray.clone(),
+                    zattrs,
+                )?);
             } else {
                 groups.push(name.to_string());
             }
@@ -646,7 +682,12 @@ async fn open_v2_group(store: &ZarrStore, path: &str, zgroup: Value, limit: u64)
             let child_path = join_key(path, &name);
             if let Some(zarray) = get_json(store, &join_key(&child_path, ".zarray"), limit).await? {
                 let zattrs = get_json(store, &join_key(&child_path, ".zattrs"), limit).await?;
-                arrays.push(array_v2(store, &child_path, zarray, zattrs)?);
+                arrays.push(array_v2(
+                    store.display_location(),
+                    &child_path,
+                    zarray,
+                    zattrs,
+                )?);
             } else if get_json(store, &join_key(&child_path, ".zgroup"), limit)
                 .await?
                 .is_some()

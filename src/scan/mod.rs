@@ -27,7 +27,7 @@ use datafusion::physical_plan::{
 
 pub use pruning::{ChunkSelection, is_dimension_filter, select_chunks};
 pub use raw_filter::RawFilter;
-pub use read::{Chunk, Elements, ReadCounts, for_each_run, read_chunk};
+pub use read::{Chunk, Elements, ReadCounts, decode_chunk, for_each_run, read_chunk};
 pub use stream::unravel;
 
 use crate::error::{Result, ZarrError};

@@ -116,19 +116,25 @@ pub async fn read_chunk(
     indices: &[u64],
     options: &ZarrOptions,
 ) -> Result<Chunk> {
+    let (full_key, _) = chunk_key(node, indices)?;
+    // The declared size is checked before anything is fetched.
+    declared_elements(node, indices, options)?;
+    let object = store
+        .get(&full_key, options.max_chunk_bytes, "max_chunk_bytes")
+        .await?;
+    decode_chunk(node, indices, object.as_deref(), options)
+}
+
+/// The chunk's element count, checked against `max_chunk_bytes`.
+fn declared_elements(node: &ArrayNode, indices: &[u64], options: &ZarrOptions) -> Result<u64> {
     let array = node.zarrs()?;
-    let (full_key, key) = chunk_key(node, indices)?;
     let chunk_err = |message: String| ZarrError::Chunk {
         array: node.display.clone(),
-        chunk: key.clone(),
+        chunk: chunk_key(node, indices).map_or_else(|_| "?".into(), |k| k.1),
         message,
     };
-    let shape: Vec<NonZeroU64> = array
+    let shape = array
         .chunk_shape(indices)
-        .map_err(|e| chunk_err(e.to_string()))?
-        .to_vec();
-    let origin = array
-        .chunk_origin(indices)
         .map_err(|e| chunk_err(e.to_string()))?;
     let num_elements = shape
         .iter()
@@ -144,10 +150,33 @@ pub async fn read_chunk(
             )));
         }
     }
-    let object = store
-        .get(&full_key, options.max_chunk_bytes, "max_chunk_bytes")
-        .await?;
-    let (decoded, missing, bytes_read) = match &object {
+    Ok(num_elements)
+}
+
+/// Decodes the encoded bytes of the chunk at `indices` (`None`: the chunk is absent and reads
+/// as the fill value). No I/O: the part of [`read_chunk`] that tools and fuzzing call directly.
+pub fn decode_chunk(
+    node: &ArrayNode,
+    indices: &[u64],
+    encoded: Option<&[u8]>,
+    options: &ZarrOptions,
+) -> Result<Chunk> {
+    let array = node.zarrs()?;
+    let (_, key) = chunk_key(node, indices)?;
+    let chunk_err = |message: String| ZarrError::Chunk {
+        array: node.display.clone(),
+        chunk: key.clone(),
+        message,
+    };
+    let num_elements = declared_elements(node, indices, options)?;
+    let shape: Vec<NonZeroU64> = array
+        .chunk_shape(indices)
+        .map_err(|e| chunk_err(e.to_string()))?
+        .to_vec();
+    let origin = array
+        .chunk_origin(indices)
+        .map_err(|e| chunk_err(e.to_string()))?;
+    let (decoded, missing, bytes_read) = match encoded {
         Some(encoded) => {
             if let Some(layout) = &node.shard_index {
                 layout.check(encoded).map_err(&chunk_err)?;
@@ -155,7 +184,7 @@ pub async fn read_chunk(
             let decoded = array
                 .codecs()
                 .decode(
-                    Cow::Borrowed(encoded.as_ref()),
+                    Cow::Borrowed(encoded),
                     &shape,
                     array.data_type(),
                     array.fill_value(),
