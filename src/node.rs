@@ -65,6 +65,63 @@ pub struct ArrayNode {
     pub metadata: Value,
     /// For sharded arrays, the layout of each shard's index (checked before decoding).
     pub shard_index: Option<ShardIndexLayout>,
+    /// For arrays whose only codec is `sharding_indexed`: how to read single inner chunks.
+    pub inner: Option<Arc<InnerChunks>>,
+}
+
+/// How to read the inner chunks of a sharded array one at a time (byte ranges of a shard).
+#[derive(Debug)]
+pub struct InnerChunks {
+    /// The inner chunk shape.
+    pub shape: Vec<u64>,
+    /// Inner chunks per shard along each dimension.
+    pub per_shard: Vec<u64>,
+    /// The codecs of one inner chunk.
+    pub codecs: Arc<zarrs::array::CodecChain>,
+    /// The shard index layout.
+    pub layout: ShardIndexLayout,
+}
+
+/// The inner chunk reader of an exclusively sharded V3 array with a regular grid, if it is one.
+fn inner_chunks(doc: &Value, shard_index: &Option<ShardIndexLayout>) -> Option<InnerChunks> {
+    let layout = shard_index.clone()?;
+    let codecs = doc.get("codecs")?.as_array()?;
+    let [sharding] = codecs.as_slice() else {
+        return None;
+    };
+    if doc.pointer("/chunk_grid/name")?.as_str()? != "regular" {
+        return None;
+    }
+    let shard_shape: Vec<u64> = doc
+        .pointer("/chunk_grid/configuration/chunk_shape")?
+        .as_array()?
+        .iter()
+        .map(Value::as_u64)
+        .collect::<Option<_>>()?;
+    let shape: Vec<u64> = sharding
+        .pointer("/configuration/chunk_shape")?
+        .as_array()?
+        .iter()
+        .map(Value::as_u64)
+        .collect::<Option<_>>()?;
+    if shape.len() != shard_shape.len()
+        || shape
+            .iter()
+            .zip(&shard_shape)
+            .any(|(i, s)| *i == 0 || s % i != 0)
+    {
+        return None;
+    }
+    let per_shard = shard_shape.iter().zip(&shape).map(|(s, i)| s / i).collect();
+    let inner: Vec<zarrs::metadata::v3::MetadataV3> =
+        serde_json::from_value(sharding.pointer("/configuration/codecs")?.clone()).ok()?;
+    let codecs = zarrs::array::CodecChain::from_metadata(&inner).ok()?;
+    Some(InnerChunks {
+        shape,
+        per_shard,
+        codecs: Arc::new(codecs),
+        layout,
+    })
 }
 
 impl ArrayNode {
@@ -578,6 +635,7 @@ fn finish_array(
         }
         _ => None,
     };
+    let inner = inner_chunks(&doc, &shard_index).map(Arc::new);
     Ok(ArrayNode {
         display,
         path: path.to_string(),
@@ -590,6 +648,7 @@ fn finish_array(
         shape,
         metadata: doc,
         shard_index,
+        inner,
     })
 }
 

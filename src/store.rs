@@ -8,7 +8,7 @@ use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use futures::TryStreamExt;
 use object_store::path::Path;
-use object_store::{GetOptions, ObjectStore};
+use object_store::{GetOptions, GetRange, ObjectStore};
 use url::Url;
 
 use crate::error::{Result, ZarrError};
@@ -73,9 +73,35 @@ impl ZarrStore {
     /// Reads the object at `key`, or `None` if it does not exist. Objects larger than `limit`
     /// bytes (the option named `limit_name`) are rejected before their body is read.
     pub async fn get(&self, key: &str, limit: u64, limit_name: &str) -> Result<Option<Bytes>> {
+        Ok(self
+            .get_opts(key, GetOptions::default(), limit, limit_name)
+            .await?
+            .map(|(bytes, _)| bytes))
+    }
+
+    /// Reads `range` of the object at `key`: the bytes and the object's whole size, or `None`
+    /// if it does not exist. Ranges longer than `limit` are rejected before they are read.
+    pub async fn get_range(
+        &self,
+        key: &str,
+        range: GetRange,
+        limit: u64,
+        limit_name: &str,
+    ) -> Result<Option<(Bytes, u64)>> {
+        let options = GetOptions::default().with_range(Some(range));
+        self.get_opts(key, options, limit, limit_name).await
+    }
+
+    async fn get_opts(
+        &self,
+        key: &str,
+        options: GetOptions,
+        limit: u64,
+        limit_name: &str,
+    ) -> Result<Option<(Bytes, u64)>> {
         let path = self.key_path(key);
         let location = || format!("{}/{}", self.display_location(), key);
-        let result = match self.store.get_opts(&path, GetOptions::default()).await {
+        let result = match self.store.get_opts(&path, options).await {
             Ok(r) => r,
             Err(object_store::Error::NotFound { .. }) => {
                 // Object stores have no directories; a local one reports a directory where an
@@ -99,20 +125,19 @@ impl ZarrStore {
                 });
             }
         };
-        if result.meta.size > limit {
+        let size = result.meta.size;
+        let length = result.range.end - result.range.start;
+        if length > limit {
             return Err(ZarrError::metadata(
                 location(),
-                format!(
-                    "object is {} bytes, more than {limit_name} = {limit}",
-                    result.meta.size
-                ),
+                format!("object is {length} bytes, more than {limit_name} = {limit}"),
             ));
         }
         let bytes = result.bytes().await.map_err(|source| ZarrError::Store {
             location: location(),
             source,
         })?;
-        Ok(Some(bytes))
+        Ok(Some((bytes, size)))
     }
 
     /// Names of the direct children (sub-directories) of `prefix`, sorted.

@@ -170,19 +170,19 @@ async fn pushdown_never_changes_results() {
         Target {
             store: corpus_store("08_sharding_index_start"),
             options: ", 'fill_as_null', 'true'",
-            dims: vec![("dim_0", 30), ("dim_1", 20)],
+            dims: vec![("y", 30), ("x", 20)],
             extra: vec!["value IS NULL"],
         },
         Target {
             store: corpus_store("09_fill_value_missing_chunks"),
             options: ", 'fill_as_null', 'true'",
-            dims: vec![("dim_0", 40)],
+            dims: vec![("dim_0", 50)],
             extra: vec!["value IS NULL", "value = ''"],
         },
         Target {
             store: corpus_store("09_fill_value_missing_chunks"),
             options: "",
-            dims: vec![("dim_0", 40)],
+            dims: vec![("dim_0", 50)],
             extra: vec!["value = 'n/a'"],
         },
         Target {
@@ -236,6 +236,7 @@ async fn pushdown_never_changes_results() {
     ];
     let mut rng = Rng(0x005E_ED0F_2A11_C0DE);
     let mut compared = 0;
+    let mut succeeded = 0;
     for t in &targets {
         let strings = string_columns(t).await;
         let n = if t.dims.is_empty() { 20 } else { 30 };
@@ -275,7 +276,10 @@ async fn pushdown_never_changes_results() {
             let on = run(&query("true")).await;
             let off = run(&query("false")).await;
             match (&on, &off) {
-                (Ok(a), Ok(b)) => assert_eq!(a, b, "{}", query("true")),
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a, b, "{}", query("true"));
+                    succeeded += 1;
+                }
                 (Err(a), Err(b)) => assert_eq!(a, b, "{}", query("true")),
                 (Ok(_), Err(e)) => assert!(
                     e.contains("is not a Unicode scalar value"),
@@ -291,4 +295,9 @@ async fn pushdown_never_changes_results() {
         }
     }
     assert!(compared >= 400, "{compared}");
+    // Only the invalid_utf32 = 'error' target fails; every other query must run.
+    assert!(
+        succeeded >= compared - 30,
+        "{succeeded} of {compared} queries succeeded"
+    );
 }

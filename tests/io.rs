@@ -279,3 +279,34 @@ async fn late_materialisation_skips_other_columns_of_chunks_without_matches() {
     assert_eq!(label, 3, "{gets:?}");
     assert_eq!(value, 1, "only the chunk with a match: {gets:?}");
 }
+
+#[tokio::test]
+async fn sharded_arrays_read_only_the_inner_chunks_a_predicate_needs() {
+    // Case 08: 30x20, shards 16x10, inner chunks 8x5 (2x2 per shard). Shard c/0/0 holds inner
+    // chunks 0, 1 and 3; c/1/0 holds all four (expected.json, `shards`).
+    let ctx = context();
+    let store = corpus_store("08_sharding_index_start");
+    let names = ["inner_chunks_read", "bytes_read", "chunks_pruned"];
+    let sql = |pred: &str| format!("SELECT * FROM read_zarr('{store}') WHERE {pred}");
+    // Inner chunks (0,0) and (0,1): both present in shard c/0/0.
+    let (rows, m) = scan_metric(&ctx, &sql("y < 8 AND x < 10"), &names).await;
+    assert_eq!((rows, m[0]), (80, 2));
+    let pruned_bytes = m[1];
+    // Inner chunk (1,0) is absent: it reads as the fill value, and is neither read nor pruned.
+    let (rows, m) = scan_metric(&ctx, &sql("y BETWEEN 8 AND 15 AND x < 5"), &names).await;
+    assert_eq!((rows, m[0]), (40, 0));
+    // The four inner chunks of shard c/1/0 that hold rows 16.. and columns ..10.
+    let (rows, m) = scan_metric(&ctx, &sql("y >= 16 AND x < 10"), &names).await;
+    assert_eq!((rows, m[0]), (140, 4));
+    // Without pushdown every present inner chunk is read: 3 + 3 + 4.
+    let off = format!(
+        "SELECT * FROM read_zarr('{store}', '', 'pushdown', 'false') WHERE y < 8 AND x < 10"
+    );
+    let (rows, m) = scan_metric(&ctx, &off, &names).await;
+    assert_eq!((rows, m[0]), (80, 10));
+    assert!(
+        pruned_bytes * 2 < m[1],
+        "bytes read {pruned_bytes} pruned vs {} full",
+        m[1]
+    );
+}

@@ -131,6 +131,13 @@ impl ShardIndexLayout {
     /// Checks `shard` (a whole shard object) against this layout.
     pub fn check(&self, shard: &[u8]) -> Result<(), String> {
         let len = shard.len() as u64;
+        let range = self.index_range(len)?;
+        self.parse(&shard[range.start as usize..range.end as usize], len)
+            .map(|_| ())
+    }
+
+    /// The byte range of the index in a shard of `len` bytes.
+    pub fn index_range(&self, len: u64) -> Result<std::ops::Range<u64>, String> {
         let index_size = self
             .index_size()
             .ok_or("the shard index size overflows u64")?;
@@ -139,8 +146,28 @@ impl ShardIndexLayout {
                 "truncated shard: {len} bytes, but its index alone takes {index_size}"
             ));
         }
-        let index_start = if self.at_start { 0 } else { len - index_size };
-        let index = &shard[index_start as usize..(index_start + index_size) as usize];
+        Ok(if self.at_start {
+            0..index_size
+        } else {
+            len - index_size..len
+        })
+    }
+
+    /// Validates `index` (the index bytes of a shard of `len` bytes) and returns each inner
+    /// chunk's byte range, `None` for absent ones.
+    pub fn parse(
+        &self,
+        index: &[u8],
+        len: u64,
+    ) -> Result<Vec<Option<std::ops::Range<u64>>>, String> {
+        let index_size = self
+            .index_size()
+            .ok_or("the shard index size overflows u64")?;
+        if index.len() as u64 != index_size || len < index_size {
+            return Err(format!(
+                "truncated shard: {len} bytes, but its index alone takes {index_size}"
+            ));
+        }
         let entries_len = (self.inner_chunks * 16) as usize;
         if self.crc32c {
             let stored = u32::from_le_bytes([
@@ -169,10 +196,12 @@ impl ShardIndexLayout {
                 u64::from_le_bytes(a)
             }
         };
+        let mut ranges = Vec::with_capacity(self.inner_chunks as usize);
         for (i, entry) in index[..entries_len].chunks_exact(16).enumerate() {
             let (offset, nbytes) = (read(&entry[..8]), read(&entry[8..]));
             if offset == u64::MAX && nbytes == u64::MAX {
-                continue; // an absent inner chunk
+                ranges.push(None); // an absent inner chunk
+                continue;
             }
             let end = offset.checked_add(nbytes).ok_or_else(|| {
                 format!("inner chunk {i}: offset {offset} + length {nbytes} overflows u64")
@@ -182,8 +211,9 @@ impl ShardIndexLayout {
                     "inner chunk {i}: bytes {offset}..{end} lie outside the shard's data ({data_start}..{data_end} of {len} bytes; the index takes the rest)"
                 ));
             }
+            ranges.push(Some(offset..end));
         }
-        Ok(())
+        Ok(ranges)
     }
 }
 

@@ -2,6 +2,7 @@
 //! chunk ids) and streams each one.
 
 mod convert;
+mod grid;
 mod pruning;
 mod raw_filter;
 mod read;
@@ -25,9 +26,10 @@ use datafusion::physical_plan::{
     StatisticsArgs,
 };
 
+pub use grid::ReadGrid;
 pub use pruning::{ChunkSelection, is_dimension_filter, select_chunks};
 pub use raw_filter::RawFilter;
-pub use read::{Chunk, Elements, ReadCounts, decode_chunk, for_each_run, read_chunk};
+pub use read::{Chunk, ColumnCache, Elements, ReadCounts, decode_chunk, for_each_run, read_chunk};
 pub use stream::unravel;
 
 use crate::error::{Result, ZarrError};
@@ -69,13 +71,11 @@ impl ZarrScanExec {
             Arc::new(model.schema.project(&projection).map_err(|e| {
                 ZarrError::Option(format!("invalid projection {projection:?}: {e}"))
             })?);
-        let grid = model.grid.zarrs()?;
-        let grid_shape = grid.chunk_grid_shape().to_vec();
+        let grid = ReadGrid::of(&model.grid);
+        let grid_shape = grid.grid_shape()?;
         let chunk_rows = |id: u64| -> Result<u64> {
-            let subset = grid
-                .chunk_subset_bounded(&unravel(id, &grid_shape))
-                .map_err(|e| ZarrError::metadata(&model.display, e.to_string()))?;
-            Ok(subset.num_elements())
+            let (_, extent) = grid.bounded(&unravel(id, &grid_shape))?;
+            Ok(extent.iter().product())
         };
         let ids = &selection.ids;
         // With a limit (and so no filter), only the leading chunks that hold `limit` rows are
@@ -266,6 +266,8 @@ impl ExecutionPlan for ZarrScanExec {
             chunks_read: MetricBuilder::new(&self.metrics).counter("chunks_read", partition),
             chunks_missing: MetricBuilder::new(&self.metrics).counter("chunks_missing", partition),
             bytes_read: MetricBuilder::new(&self.metrics).counter("bytes_read", partition),
+            inner_chunks_read: MetricBuilder::new(&self.metrics)
+                .counter("inner_chunks_read", partition),
             rows_decoded: MetricBuilder::new(&self.metrics).counter("rows_decoded", partition),
             rows_transcoded: MetricBuilder::new(&self.metrics)
                 .counter("rows_transcoded", partition),

@@ -23,7 +23,8 @@ use datafusion::physical_optimizer::pruning::PruningPredicateBuilder;
 
 use crate::error::{Result, ZarrError};
 use crate::scan::convert::to_arrow;
-use crate::scan::read::{ReadCounts, read_region};
+use crate::scan::grid::ReadGrid;
+use crate::scan::read::{ColumnCache, ReadCounts, read_region};
 use crate::scan::stream::unravel;
 use crate::table::{ColumnSource, TableModel};
 
@@ -102,8 +103,8 @@ pub async fn select_chunks(
     state: &dyn Session,
     filters: &[Expr],
 ) -> Result<ChunkSelection> {
-    let grid = model.grid.zarrs()?;
-    let grid_shape = grid.chunk_grid_shape().to_vec();
+    let grid = ReadGrid::of(&model.grid);
+    let grid_shape = grid.grid_shape()?;
     let total = grid_shape
         .iter()
         .try_fold(1u64, |acc, &d| acc.checked_mul(d))
@@ -134,12 +135,10 @@ pub async fn select_chunks(
     let mut starts = vec![Vec::with_capacity(containers); ndim];
     let mut ends = vec![Vec::with_capacity(containers); ndim];
     for id in 0..total {
-        let subset = grid
-            .chunk_subset_bounded(&unravel(id, &grid_shape))
-            .map_err(|e| ZarrError::metadata(&model.display, e.to_string()))?;
+        let (origin, extent) = grid.bounded(&unravel(id, &grid_shape))?;
         for d in 0..ndim {
-            starts[d].push(subset.start()[d]);
-            ends[d].push(subset.start()[d] + subset.shape()[d]);
+            starts[d].push(origin[d]);
+            ends[d].push(origin[d] + extent[d]);
         }
     }
     let mut keep = vec![true; containers];
@@ -188,7 +187,7 @@ pub async fn select_chunks(
             continue;
         };
         let len = model.shape[*dim];
-        let mut cache = None;
+        let mut cache = ColumnCache::default();
         let mut counts = ReadCounts::default();
         let region = read_region(
             &model.store,

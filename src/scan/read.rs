@@ -9,11 +9,13 @@ use std::num::NonZeroU64;
 use std::ops::Range;
 use std::sync::Arc;
 
-use zarrs::array::{ArrayBytes, ArraySubset, ArrayToBytesCodecTraits, CodecOptions};
+use object_store::GetRange;
+use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits, CodecOptions};
 
 use crate::error::{Result, ZarrError};
 use crate::node::ArrayNode;
 use crate::options::ZarrOptions;
+use crate::scan::grid::ReadGrid;
 use crate::store::ZarrStore;
 
 /// Decoded elements in C order.
@@ -105,9 +107,22 @@ pub struct ReadCounts {
     pub chunks_read: usize,
     /// Chunk objects that were absent.
     pub chunks_missing: usize,
-    /// Encoded bytes fetched.
+    /// Encoded bytes fetched (shard indexes included).
     pub bytes_read: u64,
+    /// Inner chunks of shards fetched and decoded.
+    pub inner_chunks_read: usize,
 }
+
+/// What a partition keeps between the regions of one column: the last decoded chunk and, for
+/// sharded arrays, the last shard's index.
+#[derive(Debug, Default, Clone)]
+pub struct ColumnCache {
+    chunk: Option<Arc<Chunk>>,
+    shard: Option<(Vec<u64>, Option<Arc<ShardEntries>>)>,
+}
+
+/// Byte ranges of a shard's inner chunks (`None`: absent).
+type ShardEntries = Vec<Option<Range<u64>>>;
 
 /// Fetches and decodes the chunk at `indices`. An absent chunk reads as the fill value.
 pub async fn read_chunk(
@@ -235,6 +250,190 @@ pub fn decode_chunk(
     })
 }
 
+/// Decoded bytes as [`Elements`], checked against the declared element count.
+fn into_elements(
+    decoded: ArrayBytes<'_>,
+    node: &ArrayNode,
+    num_elements: u64,
+) -> std::result::Result<Elements, String> {
+    let size = node
+        .zarrs()
+        .map_err(|e| e.to_string())?
+        .data_type()
+        .fixed_size()
+        .unwrap_or(1);
+    let elements = match decoded {
+        ArrayBytes::Fixed(bytes) => Elements::Fixed {
+            bytes: bytes.into_owned(),
+            size,
+        },
+        ArrayBytes::Variable(v) => {
+            let (bytes, offsets) = v.into_parts();
+            Elements::Variable {
+                bytes: bytes.into_owned(),
+                offsets: offsets.to_vec(),
+            }
+        }
+        ArrayBytes::Optional(_) => {
+            return Err("optional (masked) data types are not supported".into());
+        }
+    };
+    if elements.len() as u64 != num_elements {
+        return Err(format!(
+            "decoded {} elements, the chunk shape declares {num_elements}",
+            elements.len()
+        ));
+    }
+    Ok(elements)
+}
+
+/// Fetches and decodes one inner chunk of a shard (grid indices over the inner chunk grid):
+/// the shard's index by a range request (cached per partition), then the inner chunk's bytes.
+async fn read_inner_chunk(
+    store: &ZarrStore,
+    node: &ArrayNode,
+    indices: &[u64],
+    options: &ZarrOptions,
+    shard_cache: &mut Option<(Vec<u64>, Option<Arc<ShardEntries>>)>,
+    counts: &mut ReadCounts,
+) -> Result<Chunk> {
+    let array = node.zarrs()?;
+    let inner = node
+        .inner
+        .as_ref()
+        .ok_or_else(|| ZarrError::metadata(&node.display, "the array is not sharded"))?;
+    let shard: Vec<u64> = indices
+        .iter()
+        .zip(&inner.per_shard)
+        .map(|(i, p)| i / p)
+        .collect();
+    let within = indices
+        .iter()
+        .zip(&inner.per_shard)
+        .fold(0u64, |acc, (i, p)| acc * p + i % p);
+    let (full_key, shard_key) = chunk_key(node, &shard)?;
+    let key = format!("{shard_key} (inner chunk {within})");
+    let chunk_err = |message: String| ZarrError::Chunk {
+        array: node.display.clone(),
+        chunk: key.clone(),
+        message,
+    };
+    let entries = match shard_cache {
+        Some((cached, entries)) if *cached == shard => entries.clone(),
+        _ => {
+            let index_size = inner
+                .layout
+                .index_size()
+                .ok_or_else(|| chunk_err("the shard index size overflows u64".into()))?;
+            let range = if inner.layout.at_start {
+                GetRange::Bounded(0..index_size)
+            } else {
+                GetRange::Suffix(index_size)
+            };
+            let fetched = store
+                .get_range(&full_key, range, options.max_chunk_bytes, "max_chunk_bytes")
+                .await?;
+            let entries = match fetched {
+                None => {
+                    counts.chunks_missing += 1;
+                    None
+                }
+                Some((bytes, len)) => {
+                    counts.chunks_read += 1;
+                    counts.bytes_read += bytes.len() as u64;
+                    let parsed = inner
+                        .layout
+                        .parse(&bytes, len)
+                        .map_err(|e| ZarrError::Chunk {
+                            array: node.display.clone(),
+                            chunk: shard_key.clone(),
+                            message: e,
+                        })?;
+                    Some(Arc::new(parsed))
+                }
+            };
+            *shard_cache = Some((shard.clone(), entries.clone()));
+            entries
+        }
+    };
+    let shape: Vec<NonZeroU64> = inner
+        .shape
+        .iter()
+        .filter_map(|&d| NonZeroU64::new(d))
+        .collect();
+    let num_elements = inner
+        .shape
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| chunk_err("inner chunk element count overflows u64".into()))?;
+    if let Some(size) = array.data_type().fixed_size()
+        && num_elements
+            .checked_mul(size as u64)
+            .is_none_or(|d| d > options.max_chunk_bytes)
+    {
+        return Err(chunk_err(format!(
+            "decoded inner chunk would be more than max_chunk_bytes = {}",
+            options.max_chunk_bytes
+        )));
+    }
+    let range = entries
+        .as_ref()
+        .and_then(|e| e.get(within as usize).cloned().flatten());
+    let (decoded, bytes_read) = match range {
+        Some(r) => {
+            let expected = r.end - r.start;
+            let (bytes, _) = store
+                .get_range(
+                    &full_key,
+                    GetRange::Bounded(r),
+                    options.max_chunk_bytes,
+                    "max_chunk_bytes",
+                )
+                .await?
+                .ok_or_else(|| chunk_err("the shard disappeared while it was read".into()))?;
+            if bytes.len() as u64 != expected {
+                return Err(chunk_err(format!(
+                    "truncated shard: {} of the inner chunk's {expected} bytes",
+                    bytes.len()
+                )));
+            }
+            counts.inner_chunks_read += 1;
+            counts.bytes_read += expected;
+            let decoded = inner
+                .codecs
+                .decode(
+                    Cow::Borrowed(bytes.as_ref()),
+                    &shape,
+                    array.data_type(),
+                    array.fill_value(),
+                    &CodecOptions::default(),
+                )
+                .map_err(|e| chunk_err(format!("cannot decode: {e}")))?;
+            (decoded.into_owned(), expected)
+        }
+        None => {
+            let fill =
+                ArrayBytes::new_fill_value(array.data_type(), num_elements, array.fill_value())
+                    .map_err(|e| chunk_err(format!("cannot build the fill value: {e}")))?;
+            (fill, 0)
+        }
+    };
+    let elements = into_elements(decoded, node, num_elements).map_err(chunk_err)?;
+    Ok(Chunk {
+        indices: indices.to_vec(),
+        key,
+        origin: indices
+            .iter()
+            .zip(&inner.shape)
+            .map(|(i, s)| i * s)
+            .collect(),
+        shape: inner.shape.clone(),
+        elements,
+        missing: bytes_read == 0,
+        bytes_read,
+    })
+}
+
 /// The chunk's key in the store, and relative to the array (as shown in errors).
 pub fn chunk_key(node: &ArrayNode, indices: &[u64]) -> Result<(String, String)> {
     let full = node.zarrs()?.chunk_key(indices).to_string();
@@ -265,32 +464,30 @@ impl Region {
 }
 
 /// Reads the elements of `region` (one range per dimension) of `node`, keeping the last
-/// decoded chunk in `cache` so that neighbouring regions inside one chunk decode it once.
+/// decoded chunk (and shard index) in `cache` so that neighbouring regions inside one chunk
+/// decode it once.
 pub async fn read_region(
     store: &ZarrStore,
     node: &ArrayNode,
     region: &[Range<u64>],
     options: &ZarrOptions,
-    cache: &mut Option<Arc<Chunk>>,
+    cache: &mut ColumnCache,
     counts: &mut ReadCounts,
 ) -> Result<Region> {
-    let array = node.zarrs()?;
-    let subset = ArraySubset::new_with_ranges(region);
-    let chunks = array
-        .chunks_in_array_subset(&subset)
-        .map_err(|e| ZarrError::metadata(&node.display, e.to_string()))?
-        .ok_or_else(|| {
-            ZarrError::metadata(
-                &node.display,
-                format!("region {region:?} is outside the chunk grid"),
-            )
-        })?;
+    let chunks = ReadGrid::of(node).intersecting(region)?;
     let region_start: Vec<u64> = region.iter().map(|r| r.start).collect();
     let region_shape: Vec<u64> = region.iter().map(|r| r.end - r.start).collect();
     let mut pieces: Vec<Arc<Chunk>> = Vec::new();
-    for indices in &chunks.indices() {
-        let chunk = match cache {
-            Some(c) if c.indices.as_slice() == indices.as_slice() => c.clone(),
+    for indices in chunks {
+        let chunk = match &cache.chunk {
+            Some(c) if c.indices == indices => c.clone(),
+            _ if node.inner.is_some() => {
+                let c = read_inner_chunk(store, node, &indices, options, &mut cache.shard, counts)
+                    .await?;
+                let c = Arc::new(c);
+                cache.chunk = Some(c.clone());
+                c
+            }
             _ => {
                 let c = Arc::new(read_chunk(store, node, &indices, options).await?);
                 if c.missing {
@@ -299,7 +496,7 @@ pub async fn read_region(
                     counts.chunks_read += 1;
                 }
                 counts.bytes_read += c.bytes_read;
-                *cache = Some(c.clone());
+                cache.chunk = Some(c.clone());
                 c
             }
         };

@@ -14,8 +14,9 @@ use crate::error::{Result, ZarrError};
 use crate::node::ArrayNode;
 use crate::progress::ScanProgress;
 use crate::scan::convert::to_arrow;
+use crate::scan::grid::ReadGrid;
 use crate::scan::raw_filter::{RawFilter, select_rows};
-use crate::scan::read::{Chunk, Elements, ReadCounts, Region, chunk_key, read_region};
+use crate::scan::read::{ColumnCache, Elements, ReadCounts, Region, chunk_key, read_region};
 use crate::table::{ColumnSource, TableModel};
 
 /// Metrics a partition updates.
@@ -25,8 +26,10 @@ pub struct ScanMetrics {
     pub chunks_read: Count,
     /// Chunk objects found absent (read as the fill value).
     pub chunks_missing: Count,
-    /// Encoded bytes fetched.
+    /// Encoded bytes fetched, shard indexes included.
     pub bytes_read: Count,
+    /// Inner chunks of shards fetched and decoded.
+    pub inner_chunks_read: Count,
     /// Table rows decoded.
     pub rows_decoded: Count,
     /// Table rows transcoded into the batches that leave the scan.
@@ -43,7 +46,7 @@ pub struct PartitionScan {
     units: std::iter::Flatten<std::vec::IntoIter<Range<u64>>>,
     batch_size: usize,
     remaining: Option<usize>,
-    caches: Vec<Option<Arc<Chunk>>>,
+    caches: Vec<ColumnCache>,
     current: Option<Unit>,
     metrics: ScanMetrics,
     raw_filters: Arc<Vec<RawFilter>>,
@@ -97,7 +100,7 @@ impl PartitionScan {
         batch_size: usize,
         metrics: ScanMetrics,
     ) -> Self {
-        let caches = vec![None; spec.projection.len()];
+        let caches = vec![ColumnCache::default(); spec.projection.len()];
         Self {
             model: spec.model,
             projection: spec.projection,
@@ -146,13 +149,9 @@ impl PartitionScan {
 
     async fn load_unit(&mut self, id: u64) -> Result<Unit> {
         let model = self.model.clone();
-        let grid = model.grid.zarrs()?;
-        let indices = unravel(id, grid.chunk_grid_shape());
-        let subset = grid
-            .chunk_subset_bounded(&indices)
-            .map_err(|e| ZarrError::metadata(&model.grid.display, e.to_string()))?;
-        let origin = subset.start().to_vec();
-        let extent = subset.shape().to_vec();
+        let grid = ReadGrid::of(&model.grid);
+        let indices = unravel(id, &grid.grid_shape()?);
+        let (origin, extent) = grid.bounded(&indices)?;
         let rows = usize::try_from(extent.iter().product::<u64>()).map_err(|_| {
             ZarrError::metadata(&model.grid.display, "a chunk has more rows than usize")
         })?;
@@ -258,6 +257,7 @@ impl PartitionScan {
         self.metrics.chunks_read.add(counts.chunks_read);
         self.metrics.chunks_missing.add(counts.chunks_missing);
         self.metrics.bytes_read.add(counts.bytes_read as usize);
+        self.metrics.inner_chunks_read.add(counts.inner_chunks_read);
         self.metrics.rows_decoded.add(rows);
         if let Some(p) = &self.metrics.progress {
             p.add_done(rows as u64);
