@@ -215,30 +215,7 @@ pub fn decode_chunk(
             (fill, true, 0)
         }
     };
-    let elements = match decoded {
-        ArrayBytes::Fixed(bytes) => Elements::Fixed {
-            bytes: bytes.into_owned(),
-            size: array.data_type().fixed_size().unwrap_or(1),
-        },
-        ArrayBytes::Variable(v) => {
-            let (bytes, offsets) = v.into_parts();
-            Elements::Variable {
-                bytes: bytes.into_owned(),
-                offsets: offsets.to_vec(),
-            }
-        }
-        ArrayBytes::Optional(_) => {
-            return Err(chunk_err(
-                "optional (masked) data types are not supported".into(),
-            ));
-        }
-    };
-    if elements.len() as u64 != num_elements {
-        return Err(chunk_err(format!(
-            "decoded {} elements, the chunk shape declares {num_elements}",
-            elements.len()
-        )));
-    }
+    let elements = into_elements(decoded, node, num_elements).map_err(chunk_err)?;
     Ok(Chunk {
         indices: indices.to_vec(),
         key,

@@ -147,6 +147,26 @@ impl PartitionScan {
         }
     }
 
+    /// Reads `region` of `array` for projection slot `slot`, through that slot's cache.
+    async fn read(
+        &mut self,
+        slot: usize,
+        array: &ArrayNode,
+        region: &[Range<u64>],
+        counts: &mut ReadCounts,
+    ) -> Result<Region> {
+        let (store, options) = (&self.model.store, &self.model.options);
+        read_region(
+            store,
+            array,
+            region,
+            options,
+            &mut self.caches[slot],
+            counts,
+        )
+        .await
+    }
+
     async fn load_unit(&mut self, id: u64) -> Result<Unit> {
         let model = self.model.clone();
         let grid = ReadGrid::of(&model.grid);
@@ -168,7 +188,8 @@ impl PartitionScan {
         let mut selection = None;
         if !self.raw_filters.is_empty() {
             let mut evaluated = Vec::new();
-            for f in self.raw_filters.iter() {
+            let raw_filters = self.raw_filters.clone();
+            for f in raw_filters.iter() {
                 let Some(slot) = self.projection.iter().position(|&c| c == f.column) else {
                     continue;
                 };
@@ -176,15 +197,7 @@ impl PartitionScan {
                     let ColumnSource::Value { array } = &model.columns[f.column].source else {
                         continue;
                     };
-                    let r = read_region(
-                        &model.store,
-                        array,
-                        &region,
-                        &model.options,
-                        &mut self.caches[slot],
-                        &mut counts,
-                    )
-                    .await?;
+                    let r = self.read(slot, array, &region, &mut counts).await?;
                     regions[slot] = Some(r);
                 }
                 evaluated.push((f.column, slot));
@@ -209,21 +222,14 @@ impl PartitionScan {
 
         let mut columns = Vec::with_capacity(self.projection.len());
         if !skip_rest {
-            for (slot, &ci) in self.projection.iter().enumerate() {
+            let projection = self.projection.clone();
+            for (slot, &ci) in projection.iter().enumerate() {
                 let column = &model.columns[ci];
                 columns.push(match &column.source {
                     ColumnSource::Index { dim } => UnitColumn::Index { dim: *dim },
                     ColumnSource::Coordinate { dim, array } => {
                         let range = [region[*dim].clone()];
-                        let r = read_region(
-                            &model.store,
-                            array,
-                            &range,
-                            &model.options,
-                            &mut self.caches[slot],
-                            &mut counts,
-                        )
-                        .await?;
+                        let r = self.read(slot, array, &range, &mut counts).await?;
                         let len = (range[0].end - range[0].start) as usize;
                         let start = range[0].start;
                         let locate = |row: usize| locate(array, &[start + row as u64]);
@@ -234,17 +240,7 @@ impl PartitionScan {
                     ColumnSource::Value { array } => {
                         let r = match regions[slot].take() {
                             Some(r) => r,
-                            None => {
-                                read_region(
-                                    &model.store,
-                                    array,
-                                    &region,
-                                    &model.options,
-                                    &mut self.caches[slot],
-                                    &mut counts,
-                                )
-                                .await?
-                            }
+                            None => self.read(slot, array, &region, &mut counts).await?,
                         };
                         UnitColumn::Value {
                             node: array.clone(),
