@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""The peer we compare against: zarr-python + pyarrow doing what `zarr-sql` does.
+
+    pip install -r benches/peer/requirements.txt
+    python3 benches/peer/peer.py scan   benches/data/strings_20m.zarr --threads 2
+    python3 benches/peer/peer.py export benches/data/strings_20m.zarr /tmp/peer.parquet --threads 2
+
+`scan` counts the strings containing "ab": it reads the array chunk by chunk with zarr-python
+(a `<U16` NumPy array per chunk), converts each chunk to a pyarrow string array, applies
+`pyarrow.compute.match_substring(…, "ab")` and sums. Prints `{"op":"scan","count":N,"seconds":S}`.
+
+`export OUT.parquet` streams the store chunk by chunk into one Parquet file with
+`pyarrow.parquet.ParquetWriter` (zstd level 3, `--row-group-size` rows per row group, 1,000,000
+by default as in DataFusion): an index column `i` (uint64) and the value column `value` (string),
+the schema `zarr-sql export` writes. Prints `{"op":"export","rows":N,"seconds":S,...}`.
+
+`--threads N` (default 1) gives the peer every kind of parallelism zarr-python and pyarrow let
+it use:
+  * zarr-python: `async.concurrency = N` and `threading.max_workers = N` (its codec thread pool);
+  * pyarrow: `set_cpu_count(N)` and `set_io_thread_count(N)`;
+  * chunks are processed by N Python threads at once (a bounded, ordered window of 2·N chunks in
+    flight, so memory stays bounded). Decompression (numcodecs zstd) and pyarrow kernels release
+    the GIL; the NumPy→Arrow conversion of `<U` data mostly does not.
+With N = 1 every chunk is processed in the main thread, one after the other.
+`seconds` is measured inside the script, after the imports (Python start-up is not counted).
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+
+warnings.filterwarnings("ignore", message=".*does not have a Zarr V3 specification.*")
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.compute as pc  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+import zarr  # noqa: E402
+
+
+def chunk_ranges(arr):
+    (n,) = arr.shape
+    (c,) = arr.chunks
+    return [(s, min(s + c, n)) for s in range(0, n, c)]
+
+
+def ordered_map(fn, items, threads):
+    """Yields fn(item) in order, with at most 2·threads items in flight."""
+    if threads <= 1:
+        for it in items:
+            yield fn(it)
+        return
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        window = deque()
+        for it in items:
+            window.append(pool.submit(fn, it))
+            if len(window) >= 2 * threads:
+                yield window.popleft().result()
+        while window:
+            yield window.popleft().result()
+
+
+def scan(args):
+    arr = zarr.open_array(args.store, mode="r")
+    pattern = args.pattern
+
+    def count(rng):
+        s, e = rng
+        values = pa.array(arr[s:e], type=pa.string())
+        return pc.sum(pc.match_substring(values, pattern)).as_py() or 0
+
+    t0 = time.perf_counter()
+    total = sum(ordered_map(count, chunk_ranges(arr), args.threads))
+    seconds = time.perf_counter() - t0
+    print(json.dumps({"op": "scan", "count": total, "seconds": round(seconds, 4), "threads": args.threads}))
+
+
+def export(args):
+    arr = zarr.open_array(args.store, mode="r")
+    schema = pa.schema([("i", pa.uint64()), ("value", pa.string())])
+
+    def table(rng):
+        s, e = rng
+        return pa.table(
+            [pa.array(np.arange(s, e, dtype=np.uint64)), pa.array(arr[s:e], type=pa.string())],
+            schema=schema,
+        )
+
+    t0 = time.perf_counter()
+    rows = 0
+    pending, pending_rows = [], 0
+    tmp = args.out + ".tmp"
+    with pq.ParquetWriter(tmp, schema, compression="zstd", compression_level=3) as writer:
+        for t in ordered_map(table, chunk_ranges(arr), args.threads):
+            pending.append(t)
+            pending_rows += t.num_rows
+            if pending_rows >= args.row_group_size:
+                writer.write_table(pa.concat_tables(pending), row_group_size=args.row_group_size)
+                rows += pending_rows
+                pending, pending_rows = [], 0
+        if pending:
+            writer.write_table(pa.concat_tables(pending), row_group_size=args.row_group_size)
+            rows += pending_rows
+    os.replace(tmp, args.out)
+    seconds = time.perf_counter() - t0
+    print(
+        json.dumps(
+            {
+                "op": "export",
+                "rows": rows,
+                "seconds": round(seconds, 4),
+                "threads": args.threads,
+                "out": args.out,
+                "bytes": os.path.getsize(args.out),
+            }
+        )
+    )
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="op", required=True)
+    p = sub.add_parser("scan", help='count the strings containing "ab"')
+    p.add_argument("store")
+    p.add_argument("--pattern", default="ab")
+    p.add_argument("--threads", type=int, default=1)
+    p = sub.add_parser("export", help="stream the store into a Parquet file")
+    p.add_argument("store")
+    p.add_argument("out")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--row-group-size", type=int, default=1_000_000)
+    args = ap.parse_args()
+    args.threads = max(1, args.threads)
+    zarr.config.set({"async.concurrency": args.threads, "threading.max_workers": args.threads})
+    pa.set_cpu_count(args.threads)
+    pa.set_io_thread_count(args.threads)
+    {"scan": scan, "export": export}[args.op](args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
