@@ -143,7 +143,7 @@ fn main() {
     let mut c = Criterion::default()
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(5))
+        .measurement_time(Duration::from_secs(20))
         .configure_from_args();
     let stem = path
         .file_stem()
