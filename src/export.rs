@@ -80,7 +80,7 @@ pub struct AtomicTarget {
 }
 
 impl AtomicTarget {
-    /// Prepares to write `target`: its directory must exist.
+    /// Prepares to write `target`, creating its directory if needed.
     pub fn new(target: &Path) -> Result<Self> {
         let name = target
             .file_name()
@@ -96,9 +96,10 @@ impl AtomicTarget {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        if !dir.is_dir() {
+        // Like DataFusion's writer, create missing parent directories.
+        if let Err(e) = std::fs::create_dir_all(&dir) {
             return Err(DataFusionError::Execution(format!(
-                "cannot write {}: {} is not a directory",
+                "cannot write {}: {} is not a directory and cannot be created ({e})",
                 target.display(),
                 dir.display()
             )));

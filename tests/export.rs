@@ -464,3 +464,24 @@ fn a_source_deleted_midway_leaves_no_file() {
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn missing_parent_directories_are_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("a/b/out.parquet");
+    let o = zarr_sql(&[
+        "export",
+        &corpus_store("00_zarr_python_defaults_U7"),
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        read_parquet(&out)
+            .0
+            .iter()
+            .map(|b| b.num_rows())
+            .sum::<usize>(),
+        8
+    );
+}
