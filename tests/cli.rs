@@ -3,26 +3,9 @@
 mod common;
 
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use common::*;
-
-fn zarr_sql(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zarr-sql"))
-        .args(args)
-        .current_dir(root())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
-}
 
 const U7: &str = "tests/data/corpus/00_zarr_python_defaults_U7/data.zarr";
 

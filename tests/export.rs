@@ -5,7 +5,7 @@ mod common;
 
 use std::fs::File;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use arrow::array::{Array, RecordBatch, UInt64Array};
@@ -15,24 +15,16 @@ use serde_json::Value;
 
 use common::*;
 
-fn zarr_sql(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zarr-sql"))
-        .args(args)
-        .current_dir(root())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).to_string()
-}
-
 fn read_parquet(path: &Path) -> (Vec<RecordBatch>, parquet::file::metadata::ParquetMetaData) {
     let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap();
     let meta = builder.metadata().as_ref().clone();
     let batches = builder.build().unwrap().map(|b| b.unwrap()).collect();
     (batches, meta)
+}
+
+/// Rows in a Parquet file.
+fn parquet_rows(path: &Path) -> usize {
+    read_parquet(path).0.iter().map(|b| b.num_rows()).sum()
 }
 
 /// Files in `dir` other than `keep`: leftovers of a failed or cancelled export.
@@ -279,14 +271,7 @@ fn a_failed_export_leaves_no_file_and_keeps_the_old_one() {
         "-q",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(
-        read_parquet(&out)
-            .0
-            .iter()
-            .map(|b| b.num_rows())
-            .sum::<usize>(),
-        8
-    );
+    assert_eq!(parquet_rows(&out), 8);
 }
 
 #[test]
@@ -476,12 +461,5 @@ fn missing_parent_directories_are_created() {
         "-q",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(
-        read_parquet(&out)
-            .0
-            .iter()
-            .map(|b| b.num_rows())
-            .sum::<usize>(),
-        8
-    );
+    assert_eq!(parquet_rows(&out), 8);
 }
