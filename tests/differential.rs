@@ -101,9 +101,24 @@ fn string_atom(rng: &mut Rng, column: &str, pool: &[String]) -> String {
         made_up[rng.below(made_up.len() as u64) as usize].to_string()
     };
     let prefix: String = lit.chars().take(1 + rng.below(3) as usize).collect();
-    let lit = lit.replace('\'', "''");
-    let prefix = prefix.replace('\'', "''");
-    match rng.below(9) {
+    // A piece from inside the literal, and a pattern with `_` in place of some characters.
+    let chars: Vec<char> = lit.chars().collect();
+    let from = rng.below(chars.len() as u64 + 1) as usize;
+    let to = (from + 1 + rng.below(3) as usize).min(chars.len());
+    let middle: String = chars[from.min(to)..to].iter().collect();
+    let blanked: String = chars
+        .iter()
+        .map(|&c| if rng.below(3) == 0 { '_' } else { c })
+        .collect();
+    let [lit, prefix, middle, blanked] =
+        [lit, prefix, middle, blanked].map(|s| s.replace('\'', "''"));
+    let many: Vec<String> = (0..12)
+        .map(|_| {
+            let l = &pool.get(rng.below(pool.len() as u64) as usize);
+            format!("'{}'", l.map_or("x", |s| s.as_str()).replace('\'', "''"))
+        })
+        .collect();
+    match rng.below(16) {
         0 => format!("{column} = '{lit}'"),
         1 => format!("{column} <> '{lit}'"),
         2 => format!("{column} IN ('{lit}', '{prefix}', 'n/a')"),
@@ -112,6 +127,12 @@ fn string_atom(rng: &mut Rng, column: &str, pool: &[String]) -> String {
         5 => format!("{column} < '{lit}'"),
         6 => format!("{column} >= '{lit}'"),
         7 => format!("'{lit}' > {column}"),
+        9 => format!("{column} LIKE '%{middle}%'"),
+        10 => format!("{column} NOT LIKE '%{middle}%'"),
+        11 => format!("{column} LIKE '{blanked}'"),
+        12 => format!("{column} LIKE '%{middle}'"),
+        13 => format!("{column} LIKE '_%{middle}%_'"),
+        14 => format!("{column} IN ({}, '{lit}')", many.join(", ")),
         _ => format!("{column} <= '{prefix}'"),
     }
 }

@@ -259,6 +259,26 @@ async fn only_matching_rows_are_transcoded() {
     .await;
     assert_eq!(rows_off, rows);
     assert_eq!(m[0], 200_000);
+    // Any LIKE pattern runs on code units: `%nix%` (13,257 rows, counted with pyarrow on
+    // expected.parquet) and one with `_`.
+    for (pattern, want) in [("%nix%", Some(13_257)), ("_a%i_", None)] {
+        let sql = |on: &str| {
+            format!(
+                "SELECT value FROM read_zarr('{store}', '', 'pushdown', '{on}') WHERE value LIKE '{pattern}'"
+            )
+        };
+        let (rows, m) = scan_metric(&ctx, &sql("true"), &["rows_transcoded"]).await;
+        let (rows_off, _) = scan_metric(&ctx, &sql("false"), &["rows_transcoded"]).await;
+        assert_eq!(rows, rows_off, "{pattern}");
+        assert!(rows > 0, "{pattern}");
+        if let Some(want) = want {
+            assert_eq!(rows, want, "{pattern}");
+        }
+        assert_eq!(
+            m[0], rows,
+            "{pattern}: rows_transcoded equals the matching rows"
+        );
+    }
 }
 
 #[tokio::test]

@@ -3,32 +3,42 @@
 //! A `fixed_length_utf32` element is `width / 4` code units padded with U+0000, and Arrow's
 //! string order is code point order, so against a literal encoded the same way:
 //! - `=`, `<>`, `IN` compare whole elements with the padded literal (a `memcmp`);
-//! - `LIKE 'abc%'` and `starts_with` compare the first units;
+//! - `LIKE` and `NOT LIKE` (any pattern of `%` and `_` without an escape character) and
+//!   `starts_with` match unit by unit, one code unit being one character; `LIKE '%abc%'` is a
+//!   single `memmem` scan of the chunk (see `zarr_utf32::predicate`);
 //! - `<`, `<=`, `>`, `>=` compare unit by unit, the padding reading as U+0000.
 //!
 //! This is exact for literals that do not end in U+0000 (others are left to DataFusion), given
 //! that only trailing U+0000 is stripped. NULLs (`fill_as_null`, `invalid_utf32 = 'null'`)
 //! match nothing; with `'replace'`, invalid units compare as U+FFFD; with `'error'`, the filter
-//! column is validated as the normal path would.
+//! column is validated as the normal path would. A chunk whose code units are all valid (the
+//! usual case, checked at memory speed) skips the per-element handling of invalid units.
+
+use std::collections::HashSet;
 
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Expr, Operator};
+use zarr_utf32::predicate::{LikePattern, all_scalar_values, is_scalar_value};
 
 use crate::error::{Result, ZarrError};
 use crate::node::ElementKind;
 use crate::options::{InvalidUtf32, ZarrOptions};
 use crate::table::{ColumnSource, TableModel};
 
-/// How the element relates to the literal.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How the element relates to the literal(s).
+#[derive(Debug, Clone)]
 enum Op {
+    /// Equal to one of the literals (`=`, `IN`).
     Eq,
     NotEq,
     Lt,
     LtEq,
     Gt,
     GtEq,
-    Prefix,
+    Like {
+        pattern: LikePattern,
+        negated: bool,
+    },
 }
 
 /// One predicate on a `fixed_length_utf32` column.
@@ -37,7 +47,7 @@ pub struct RawFilter {
     /// The column (index into the model's columns).
     pub column: usize,
     op: Op,
-    /// Literals as code units (one for a comparison, several for `IN`).
+    /// Literals as code units (one for a comparison, several for `IN`, none for `LIKE`).
     literals: Vec<Vec<u32>>,
     display: String,
 }
@@ -57,15 +67,54 @@ fn literal_string(e: &Expr) -> Option<&str> {
     }
 }
 
-/// Code units of a literal we can compare exactly: no trailing U+0000; with
+/// Whether we can compare against `s` exactly: no trailing U+0000; with
 /// `invalid_utf32 = 'replace'`, no U+FFFD (which invalid units would equal).
+fn comparable(s: &str, options: &ZarrOptions) -> bool {
+    !(s.ends_with('\0')
+        || (options.invalid_utf32 == InvalidUtf32::Replace && s.contains('\u{FFFD}')))
+}
+
+/// Code units of a literal we can compare exactly (see [`comparable`]).
 fn units(s: &str, options: &ZarrOptions) -> Option<Vec<u32>> {
-    if s.ends_with('\0')
-        || (options.invalid_utf32 == InvalidUtf32::Replace && s.contains('\u{FFFD}'))
-    {
-        return None;
+    comparable(s, options).then(|| s.chars().map(u32::from).collect())
+}
+
+/// Literals padded to the element width, as they appear in a chunk; a literal longer than the
+/// element can equal nothing and is left out.
+fn padded_literals(literals: &[Vec<u32>], width: usize) -> Vec<Vec<u8>> {
+    literals
+        .iter()
+        .filter(|l| l.len() <= width / 4)
+        .map(|l| {
+            let mut b: Vec<u8> = l.iter().flat_map(|u| u.to_ne_bytes()).collect();
+            b.resize(width, 0);
+            b
+        })
+        .collect()
+}
+
+/// Membership of an element in a set of padded literals: a scan for a few, a hash set for many.
+enum Members<'a> {
+    Few(&'a [Vec<u8>]),
+    Many(HashSet<&'a [u8]>),
+}
+
+impl<'a> Members<'a> {
+    fn new(padded: &'a [Vec<u8>]) -> Self {
+        if padded.len() <= 8 {
+            Members::Few(padded)
+        } else {
+            Members::Many(padded.iter().map(Vec::as_slice).collect())
+        }
     }
-    Some(s.chars().map(u32::from).collect())
+
+    #[inline]
+    fn contains(&self, element: &[u8]) -> bool {
+        match self {
+            Members::Few(p) => p.iter().any(|l| l.as_slice() == element),
+            Members::Many(set) => set.contains(element),
+        }
+    }
 }
 
 impl RawFilter {
@@ -86,7 +135,10 @@ impl RawFilter {
             Expr::BinaryExpr(b) if b.op == Operator::Or => {
                 let left = Self::parse(model, &b.left)?;
                 let right = Self::parse(model, &b.right)?;
-                if left.column != right.column || left.op != Op::Eq || right.op != Op::Eq {
+                if left.column != right.column
+                    || !matches!(left.op, Op::Eq)
+                    || !matches!(right.op, Op::Eq)
+                {
                     return None;
                 }
                 let mut literals = left.literals;
@@ -118,23 +170,32 @@ impl RawFilter {
                     .collect::<Option<Vec<_>>>()?;
                 (col, Op::Eq, lits)
             }
-            Expr::Like(like) if !like.negated && !like.case_insensitive => {
+            Expr::Like(like) if !like.case_insensitive => {
                 let col = column_index(&like.expr)?;
                 let pattern = literal_string(&like.pattern)?;
-                let prefix = pattern.strip_suffix('%')?;
+                // Escapes are left to DataFusion; a literal U+FFFD only under 'replace'.
                 let escape = like.escape_char.unwrap_or('\\');
-                if prefix.contains(['%', '_', escape]) {
+                if pattern.contains(escape)
+                    || (options.invalid_utf32 == InvalidUtf32::Replace
+                        && pattern.contains('\u{FFFD}'))
+                {
                     return None;
                 }
-                (col, Op::Prefix, vec![units(prefix, options)?])
+                let op = Op::Like {
+                    pattern: LikePattern::new(pattern)?,
+                    negated: like.negated,
+                };
+                (col, op, Vec::new())
             }
             Expr::ScalarFunction(f) if f.func.name() == "starts_with" && f.args.len() == 2 => {
                 let col = column_index(&f.args[0])?;
-                (
-                    col,
-                    Op::Prefix,
-                    vec![units(literal_string(&f.args[1])?, options)?],
-                )
+                let literal = literal_string(&f.args[1])?;
+                let op = Op::Like {
+                    pattern: LikePattern::starts_with(literal)
+                        .filter(|_| comparable(literal, options))?,
+                    negated: false,
+                };
+                (col, op, Vec::new())
             }
             _ => return None,
         };
@@ -157,36 +218,107 @@ impl RawFilter {
         options: &ZarrOptions,
         mask: &mut [bool],
     ) -> std::result::Result<(), (usize, u32)> {
-        let n_units = width / 4;
-        let padded: Vec<Vec<u8>> = self
-            .literals
-            .iter()
-            .map(|l| {
-                let mut b = Vec::with_capacity(width);
-                for u in l.iter().take(n_units) {
-                    b.extend_from_slice(&u.to_ne_bytes());
+        if width == 0 {
+            return Ok(());
+        }
+        if !all_scalar_values(input) {
+            return self.apply_per_element(input, width, fill, options, mask);
+        }
+        // Every unit is valid: the invalid_utf32 modes change nothing.
+        let padded = padded_literals(&self.literals, width);
+        let members = Members::new(&padded);
+        let elements = input.chunks_exact(width);
+        match &self.op {
+            Op::Like { pattern, negated } => {
+                let mut hits = vec![false; mask.len()];
+                pattern.find_matches(input, width, &mut hits);
+                for (keep, hit) in mask.iter_mut().zip(hits) {
+                    *keep &= hit != *negated;
                 }
-                b.resize(width, 0);
-                b
-            })
-            .collect();
-        for (i, (element, keep)) in input.chunks_exact(width).zip(mask.iter_mut()).enumerate() {
-            let unit = |k: usize| {
-                u32::from_ne_bytes([
+            }
+            Op::Eq => {
+                for (keep, element) in mask.iter_mut().zip(elements) {
+                    *keep = *keep && members.contains(element);
+                }
+            }
+            Op::NotEq => {
+                for (keep, element) in mask.iter_mut().zip(elements) {
+                    *keep = *keep && !members.contains(element);
+                }
+            }
+            Op::Lt | Op::LtEq | Op::Gt | Op::GtEq => {
+                let n_units = width / 4;
+                for (keep, element) in mask.iter_mut().zip(elements) {
+                    *keep = *keep && self.compare(element, n_units, |u| u);
+                }
+            }
+        }
+        if options.fill_as_null {
+            for (keep, element) in mask.iter_mut().zip(input.chunks_exact(width)) {
+                *keep = *keep && element != fill;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ordering comparison of one element against the literal; `map` turns each code unit into
+    /// the character it reads as.
+    fn compare(&self, element: &[u8], n_units: usize, map: impl Fn(u32) -> u32) -> bool {
+        let lit = &self.literals[0];
+        let value = |k: usize| {
+            if k < n_units {
+                map(u32::from_ne_bytes([
                     element[4 * k],
                     element[4 * k + 1],
                     element[4 * k + 2],
                     element[4 * k + 3],
-                ])
-            };
-            let invalid = (0..n_units)
-                .map(unit)
-                .find(|&u| char::from_u32(u).is_none());
-            if let Some(u) = invalid {
+                ]))
+            } else {
+                0
+            }
+        };
+        let mut ord = std::cmp::Ordering::Equal;
+        for k in 0..n_units.max(lit.len()) {
+            let (a, b) = (value(k), lit.get(k).copied().unwrap_or(0));
+            if a != b {
+                ord = a.cmp(&b);
+                break;
+            }
+        }
+        match self.op {
+            Op::Lt => ord.is_lt(),
+            Op::LtEq => ord.is_le(),
+            Op::Gt => ord.is_gt(),
+            Op::GtEq => ord.is_ge(),
+            _ => false,
+        }
+    }
+
+    /// The path for chunks holding an invalid code unit: each element on its own, applying
+    /// the invalid_utf32 mode.
+    fn apply_per_element(
+        &self,
+        input: &[u8],
+        width: usize,
+        fill: &[u8],
+        options: &ZarrOptions,
+        mask: &mut [bool],
+    ) -> std::result::Result<(), (usize, u32)> {
+        let n_units = width / 4;
+        let padded = padded_literals(&self.literals, width);
+        let members = Members::new(&padded);
+        let replace = |u: u32| if is_scalar_value(u) { u } else { 0xFFFD };
+        let mut units = Vec::with_capacity(n_units);
+        for (i, (element, keep)) in input.chunks_exact(width).zip(mask.iter_mut()).enumerate() {
+            units.clear();
+            units.extend(
+                element
+                    .chunks_exact(4)
+                    .map(|u| u32::from_ne_bytes([u[0], u[1], u[2], u[3]])),
+            );
+            if let Some(&u) = units.iter().find(|&&u| !is_scalar_value(u)) {
                 match options.invalid_utf32 {
-                    InvalidUtf32::Error => {
-                        return Err((i, u));
-                    }
+                    InvalidUtf32::Error => return Err((i, u)),
                     InvalidUtf32::Null => {
                         *keep = false;
                         continue;
@@ -201,41 +333,17 @@ impl RawFilter {
                 *keep = false;
                 continue;
             }
-            let value = |k: usize| {
-                let u = if k < n_units { unit(k) } else { 0 };
-                if char::from_u32(u).is_none() {
-                    0xFFFD
-                } else {
-                    u
+            // Literals never hold U+FFFD under 'replace', so an invalid unit (read as U+FFFD)
+            // equals no literal unit and raw units compare as replaced ones for (in)equality
+            // and LIKE; ordering maps them.
+            *keep = match &self.op {
+                Op::Eq => members.contains(element),
+                Op::NotEq => !members.contains(element),
+                Op::Like { pattern, negated } => {
+                    let n = zarr_utf32::trimmed_units(element);
+                    pattern.matches(&units[..n]) != *negated
                 }
-            };
-            let cmp = |lit: &[u32]| {
-                for k in 0..n_units.max(lit.len()) {
-                    let (a, b) = (value(k), lit.get(k).copied().unwrap_or(0));
-                    if a != b {
-                        return a.cmp(&b);
-                    }
-                }
-                std::cmp::Ordering::Equal
-            };
-            *keep = match self.op {
-                Op::Eq => self
-                    .literals
-                    .iter()
-                    .zip(&padded)
-                    .any(|(l, p)| l.len() <= n_units && element == p.as_slice()),
-                Op::NotEq => {
-                    let l = &self.literals[0];
-                    !(l.len() <= n_units && element == padded[0].as_slice())
-                }
-                Op::Prefix => {
-                    let l = &self.literals[0];
-                    l.len() <= n_units && l.iter().enumerate().all(|(k, &u)| value(k) == u)
-                }
-                Op::Lt => cmp(&self.literals[0]).is_lt(),
-                Op::LtEq => cmp(&self.literals[0]).is_le(),
-                Op::Gt => cmp(&self.literals[0]).is_gt(),
-                Op::GtEq => cmp(&self.literals[0]).is_ge(),
+                _ => self.compare(element, n_units, replace),
             };
         }
         Ok(())

@@ -34,6 +34,7 @@ mod avx2;
 mod neon;
 #[cfg(all(test, not(all(target_arch = "aarch64", target_endian = "little"))))]
 mod neon_emu;
+pub mod predicate;
 #[cfg(test)]
 mod proptests;
 
