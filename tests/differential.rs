@@ -224,6 +224,20 @@ async fn pushdown_never_changes_results() {
             dims: vec![],
             extra: station_atoms.clone(),
         },
+        // Monotonic numeric coordinates (binary search): time ascending, level descending.
+        Target {
+            store: fixture("monotonic.zarr"),
+            options: "",
+            dims: vec![("time", 50), ("level", 1000)],
+            extra: vec![
+                "level IN (850, 100)",
+                "time BETWEEN 10 AND 14.5",
+                "time > 12.25 AND level <= 700",
+                "label LIKE 't1%'",
+                "temp > 50",
+                "time IN (0.5, 49.5, 60)",
+            ],
+        },
         Target {
             store: fixture("mixed_chunks.zarr"),
             options: "",

@@ -2,6 +2,7 @@
 //! chunk ids) and streams each one.
 
 mod convert;
+mod coordinate;
 mod grid;
 mod pruning;
 mod raw_filter;

@@ -3,13 +3,16 @@
 //! - Index columns: DataFusion's [`PruningPredicate`] over per-chunk statistics (each chunk's
 //!   first and last index along every dimension), so `=`, `<`, `BETWEEN`, `IN`, `AND`, `OR`
 //!   and the rest work as they do for Parquet row groups.
-//! - Coordinate columns: the predicate's conjuncts on one coordinate are evaluated on the
-//!   coordinate's values (a 1-D array), and a chunk is kept only if its range along that
-//!   dimension holds a matching value.
+//! - Coordinate columns: the predicate's conjuncts on one coordinate are answered on the
+//!   coordinate's values (a 1-D array): by binary search when the coordinate is monotonic and
+//!   the conjunct a comparison, `BETWEEN` or `IN` (see [`coordinate`]), else by evaluating the
+//!   physical expression on every value. A chunk is kept only if its range along that dimension
+//!   holds a matching value.
 //!
 //! Pruning is inexact: DataFusion still filters the rows of the chunks that are read.
 
 use std::collections::HashSet;
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt64Array};
@@ -18,11 +21,12 @@ use datafusion::catalog::Session;
 use datafusion::common::pruning::PruningStatistics;
 use datafusion::common::{Column, DFSchema, ScalarValue};
 use datafusion::logical_expr::Expr;
-use datafusion::logical_expr::utils::conjunction;
+use datafusion::logical_expr::utils::{conjunction, split_conjunction_owned};
 use datafusion::physical_optimizer::pruning::PruningPredicateBuilder;
 
 use crate::error::{Result, ZarrError};
 use crate::scan::convert::to_arrow;
+use crate::scan::coordinate;
 use crate::scan::grid::ReadGrid;
 use crate::scan::read::{ColumnCache, ReadCounts, read_region};
 use crate::scan::stream::unravel;
@@ -210,32 +214,56 @@ pub async fn select_chunks(
             column.data_type.clone(),
             true,
         )]));
-        let batch = RecordBatch::try_new(schema.clone(), vec![values])
+        let batch = RecordBatch::try_new(schema.clone(), vec![values.clone()])
             .map_err(|e| ZarrError::metadata(&model.display, e.to_string()))?;
-        let df_schema = DFSchema::try_from(schema.as_ref().clone()).map_err(plan_err)?;
-        let physical = state
-            .create_physical_expr(expr, &df_schema)
-            .map_err(plan_err)?;
-        let result = physical
-            .evaluate(&batch)
-            .and_then(|v| v.into_array(batch.num_rows()))
-            .map_err(plan_err)?;
-        let mask = result
-            .as_any()
-            .downcast_ref::<BooleanArray>()
-            .ok_or_else(|| {
-                ZarrError::metadata(&model.display, "coordinate predicate is not boolean")
-            })?;
-        // Prefix counts of matches, so each chunk's range is checked in O(1).
-        let mut prefix = Vec::with_capacity(mask.len() + 1);
-        prefix.push(0u64);
-        for i in 0..mask.len() {
-            let hit = mask.is_valid(i) && mask.value(i);
-            prefix.push(prefix[i] + u64::from(hit));
+        // A monotonic coordinate answers its comparisons by binary search; the conjuncts
+        // binary search cannot answer are evaluated on every value.
+        let mut ranges: Vec<Range<usize>> = std::iter::once(0..values.len()).collect();
+        let mut rest = Vec::new();
+        let direction = coordinate::direction(&values);
+        for conjunct in split_conjunction_owned(expr) {
+            match direction
+                .and_then(|d| coordinate::index_ranges(&values, d, &column.name, &conjunct))
+            {
+                Some(r) => ranges = coordinate::intersect(&ranges, &r),
+                None => rest.push(conjunct),
+            }
         }
+        let prefix = match conjunction(rest) {
+            None => None,
+            Some(expr) => {
+                let df_schema = DFSchema::try_from(schema.as_ref().clone()).map_err(plan_err)?;
+                let physical = state
+                    .create_physical_expr(expr, &df_schema)
+                    .map_err(plan_err)?;
+                let result = physical
+                    .evaluate(&batch)
+                    .and_then(|v| v.into_array(batch.num_rows()))
+                    .map_err(plan_err)?;
+                let mask = result
+                    .as_any()
+                    .downcast_ref::<BooleanArray>()
+                    .ok_or_else(|| {
+                        ZarrError::metadata(&model.display, "coordinate predicate is not boolean")
+                    })?;
+                // Prefix counts of matches inside the ranges, so each chunk is checked in O(1).
+                let mut prefix = Vec::with_capacity(mask.len() + 1);
+                prefix.push(0u64);
+                for i in 0..mask.len() {
+                    let hit = mask.is_valid(i)
+                        && mask.value(i)
+                        && coordinate::overlaps(&ranges, i..i + 1);
+                    prefix.push(prefix[i] + u64::from(hit));
+                }
+                Some(prefix)
+            }
+        };
         for (c, k) in keep.iter_mut().enumerate() {
             let (a, b) = (starts[*dim][c] as usize, ends[*dim][c] as usize);
-            *k &= prefix[b] > prefix[a];
+            *k &= match &prefix {
+                Some(prefix) => prefix[b] > prefix[a],
+                None => coordinate::overlaps(&ranges, a..b),
+            };
         }
     }
     let ids = (0..total).filter(|&id| keep[id as usize]).collect();
