@@ -125,6 +125,21 @@ async fn sqllogictests() {
             }
         });
         runner.with_validator(validator);
+        // `SLT_UPDATE=1 cargo test --test slt` rewrites the expected results in place (review
+        // the diff before committing it).
+        if std::env::var_os("SLT_UPDATE").is_some() {
+            runner
+                .update_test_file(
+                    &file,
+                    " ",
+                    validator,
+                    sqllogictest::default_normalizer,
+                    sqllogictest::default_column_validator,
+                )
+                .await
+                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            continue;
+        }
         runner
             .run_file_async(&file)
             .await

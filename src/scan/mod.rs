@@ -14,12 +14,16 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{Result as DFResult, Statistics};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::EquivalenceProperties;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::filter_pushdown::{
+    ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
+};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
@@ -320,5 +324,59 @@ impl ExecutionPlan for ZarrScanExec {
 
     fn fetch(&self) -> Option<usize> {
         self.limit
+    }
+
+    /// DataFusion's physical filter pushdown offers the scan the conjuncts of the `FilterExec`
+    /// above it (the leaf-node counterpart of `FileSource::try_pushdown_filters`). The scan
+    /// claims, as `PushedDown::Yes`, the string predicates it evaluates exactly on UTF-32 code
+    /// units (adding any the logical pushdown did not pass), so DataFusion drops them from the
+    /// `FilterExec`; dimension filters only prune chunks and stay `No`, as does everything else.
+    fn handle_child_pushdown_result(
+        &self,
+        phase: FilterPushdownPhase,
+        child_pushdown_result: ChildPushdownResult,
+        _config: &ConfigOptions,
+    ) -> DFResult<FilterPushdownPropagation<Arc<dyn ExecutionPlan>>> {
+        let parents = child_pushdown_result.parent_filters;
+        if phase != FilterPushdownPhase::Pre || !self.model.options.pushdown {
+            return Ok(FilterPushdownPropagation::with_parent_pushdown_result(
+                vec![PushedDown::No; parents.len()],
+            ));
+        }
+        let mut raw: Vec<RawFilter> = self.raw_filters.as_ref().clone();
+        let mut answers = Vec::with_capacity(parents.len());
+        for parent in &parents {
+            let claimed = RawFilter::parse_physical(&self.model, &parent.filter)
+                .filter(|r| self.projection.contains(&r.column));
+            answers.push(match claimed {
+                Some(r) => {
+                    if !raw.iter().any(|x| x.same_as(&r)) {
+                        raw.push(r);
+                    }
+                    PushedDown::Yes
+                }
+                None => PushedDown::No,
+            });
+        }
+        let result = FilterPushdownPropagation::with_parent_pushdown_result(answers);
+        if raw.len() == self.raw_filters.len()
+            && !result.filters.iter().any(|p| matches!(p, PushedDown::Yes))
+        {
+            return Ok(result);
+        }
+        let node = ZarrScanExec {
+            model: self.model.clone(),
+            projection: self.projection.clone(),
+            schema: self.schema.clone(),
+            partitions: self.partitions.clone(),
+            selection: self.selection.clone(),
+            raw_filters: Arc::new(raw),
+            partition_rows: self.partition_rows.clone(),
+            limit: self.limit,
+            properties: self.properties.clone(),
+            metrics: ExecutionPlanMetricsSet::new(),
+            progress: self.progress.clone(),
+        };
+        Ok(result.with_updated_node(Arc::new(node) as Arc<dyn ExecutionPlan>))
     }
 }

@@ -15,9 +15,14 @@
 //! usual case, checked at memory speed) skips the per-element handling of invalid units.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use datafusion::common::ScalarValue;
-use datafusion::logical_expr::{Expr, Operator};
+use datafusion::logical_expr::expr::{Like, ScalarFunction};
+use datafusion::logical_expr::{Expr, Operator, binary_expr};
+use datafusion::physical_expr::ScalarFunctionExpr;
+use datafusion::physical_expr::expressions::{BinaryExpr, Column, InListExpr, LikeExpr, Literal};
+use datafusion::physical_plan::PhysicalExpr;
 use zarr_utf32::predicate::{LikePattern, all_scalar_values, is_scalar_value};
 
 use crate::error::{Result, ZarrError};
@@ -26,7 +31,7 @@ use crate::options::{InvalidUtf32, ZarrOptions};
 use crate::table::{ColumnSource, TableModel};
 
 /// How the element relates to the literal(s).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 enum Op {
     /// Equal to one of the literals (`=`, `IN`).
     Eq,
@@ -117,7 +122,58 @@ impl<'a> Members<'a> {
     }
 }
 
+/// The logical form of the physical expressions a raw filter can be made of (columns, literals,
+/// comparisons, `OR`, `IN`, `LIKE`, `starts_with`), so that filters offered to the scan by
+/// DataFusion's physical filter pushdown go through the same [`RawFilter::parse`].
+fn to_logical(expr: &Arc<dyn PhysicalExpr>) -> Option<Expr> {
+    let e = expr.as_ref();
+    if let Some(c) = e.downcast_ref::<Column>() {
+        return Some(Expr::Column(c.name().into()));
+    }
+    if let Some(l) = e.downcast_ref::<Literal>() {
+        return Some(Expr::Literal(l.value().clone(), None));
+    }
+    if let Some(b) = e.downcast_ref::<BinaryExpr>() {
+        return Some(binary_expr(
+            to_logical(b.left())?,
+            *b.op(),
+            to_logical(b.right())?,
+        ));
+    }
+    if let Some(list) = e.downcast_ref::<InListExpr>() {
+        let items = list.list().iter().map(to_logical).collect::<Option<_>>()?;
+        return Some(to_logical(list.expr())?.in_list(items, list.negated()));
+    }
+    if let Some(like) = e.downcast_ref::<LikeExpr>() {
+        return Some(Expr::Like(Like::new(
+            like.negated(),
+            Box::new(to_logical(like.expr())?),
+            Box::new(to_logical(like.pattern())?),
+            None,
+            like.case_insensitive(),
+        )));
+    }
+    if let Some(f) = e.downcast_ref::<ScalarFunctionExpr>() {
+        let args = f.args().iter().map(to_logical).collect::<Option<_>>()?;
+        return Some(Expr::ScalarFunction(ScalarFunction::new_udf(
+            Arc::new(f.fun().clone()),
+            args,
+        )));
+    }
+    None
+}
+
 impl RawFilter {
+    /// The raw form of a physical predicate (see [`RawFilter::parse`]).
+    pub fn parse_physical(model: &TableModel, expr: &Arc<dyn PhysicalExpr>) -> Option<Self> {
+        Self::parse(model, &to_logical(expr)?)
+    }
+
+    /// Whether `other` tests the same thing (so one of them is enough).
+    pub fn same_as(&self, other: &RawFilter) -> bool {
+        self.column == other.column && self.op == other.op && self.literals == other.literals
+    }
+
     /// The raw form of `expr`, if it is a predicate we evaluate on code units.
     pub fn parse(model: &TableModel, expr: &Expr) -> Option<Self> {
         let column_index = |e: &Expr| -> Option<usize> {
