@@ -4,9 +4,12 @@
 //!   on its first dimension (`station < 100` on the array read alone);
 //! - `string_coordinate`: the same 1% selected by the string coordinate of the group table
 //!   (`station < 'ST-00100'`);
-//! - `equality`: `count(*) WHERE value = '<rare string>'` over
-//!   a 10-million-string store made by the scan benchmark's generator, which evaluates the equality on UTF-32 code units before any
-//!   UTF-8 is made (pushdown on) or transcodes every string first (pushdown off).
+//! - `equality_*`: `count(*) WHERE value = '<a string that never occurs>'` over a
+//!   10-million-string store made by the scan benchmark's generator, evaluated on UTF-32 code
+//!   units before any UTF-8 is made (`raw_utf32`, pushdown on) or after transcoding every
+//!   string (`transcode_then_filter`, pushdown off); `contains_*`: the same with the rare
+//!   `LIKE '%qz%'`. Each on the zstd store and on an uncompressed copy, where decompression no
+//!   longer hides the filter's own cost.
 //!
 //! Bytes read come from the scan's `bytes_read` metric and are printed beside the bytes of the
 //! chunks that truly intersect the selection.
@@ -14,6 +17,7 @@
 //! ```sh
 //! python3 benches/peer/make_pushdown_store.py      # benches/data/stations.zarr
 //! python3 benches/peer/make_store.py --n 10000000 --out benches/data/strings_10m.zarr
+//! python3 benches/peer/make_store.py --n 10000000 --uncompressed --out benches/data/strings_10m_raw.zarr
 //! CARGO_TARGET_DIR=/work/target-bench cargo bench --bench pushdown
 //! ```
 
@@ -96,10 +100,33 @@ fn bench(c: &mut Criterion) {
             let (on_result, on_bytes) = rt.block_on(run(&ctx, &sql(true)));
             let (off_result, off_bytes) = rt.block_on(run(&ctx, &sql(false)));
             assert_eq!(on_result, off_result, "{name}: pushdown changed the result");
-            // 10 of the 1,000 temp chunks intersect (plus the coordinate's chunks when used).
+            // 10 of the 1,000 temp chunks intersect: the first row of chunks, temp/c/0/*.
+            let intersecting: u64 = std::fs::read_dir(format!("{st}/temp/c/0"))
+                .map(|d| {
+                    d.filter_map(|e| e.ok()?.metadata().ok())
+                        .map(|m| m.len())
+                        .sum()
+                })
+                .unwrap_or(0);
+            // Pruning on the string coordinate reads it whole while planning (not counted by
+            // the scan's bytes_read): its chunks are station/c/*.
+            let coordinate: u64 = if name == "string_coordinate" {
+                std::fs::read_dir(format!("{st}/station/c"))
+                    .map(|d| {
+                        d.filter_map(|e| e.ok()?.metadata().ok())
+                            .map(|m| m.len())
+                            .sum()
+                    })
+                    .unwrap_or(0)
+            } else {
+                0
+            };
             println!(
-                "{name}: bytes_read pushdown on {on_bytes}, off {off_bytes} ({:.1}x less)",
-                off_bytes as f64 / on_bytes.max(1) as f64
+                "{name}: bytes_read pushdown on {on_bytes} (+ {coordinate} coordinate bytes read \
+                 while planning), off {off_bytes} ({:.1}x less); the intersecting chunks hold \
+                 {intersecting} bytes (on / intersecting = {:.2})",
+                off_bytes as f64 / (on_bytes + coordinate as usize).max(1) as f64,
+                (on_bytes as u64 + coordinate) as f64 / intersecting.max(1) as f64
             );
             group.bench_function(format!("{name}/on"), |b| {
                 b.iter(|| rt.block_on(run(&ctx, &sql(true))))
@@ -114,24 +141,44 @@ fn bench(c: &mut Criterion) {
         );
     }
 
-    if let Some(words) = store("strings_10m.zarr") {
-        // A string that never occurs: the rarest of matches.
-        let sql = |on: bool| {
-            let opt = if on { "" } else { ", '', 'pushdown', 'false'" };
-            format!("SELECT count(*) FROM read_zarr('{words}'{opt}) WHERE value = 'zzzz-not-there'")
-        };
-        let (a, _) = rt.block_on(run(&ctx, &sql(true)));
-        let (b, _) = rt.block_on(run(&ctx, &sql(false)));
-        assert_eq!(a, b);
-        group.bench_function("equality/raw_utf32", |b| {
-            b.iter(|| rt.block_on(run(&ctx, &sql(true))))
-        });
-        group.bench_function("equality/transcode_then_filter", |b| {
-            b.iter(|| rt.block_on(run(&ctx, &sql(false))))
-        });
-    } else {
+    // The same 10 M strings zstd-compressed and uncompressed: with zstd, decompression is most
+    // of the time either way; uncompressed, the filter itself is.
+    let mut any = false;
+    for (label, name) in [
+        ("zstd", "strings_10m.zarr"),
+        ("uncompressed", "strings_10m_raw.zarr"),
+    ] {
+        let Some(words) = store(name) else { continue };
+        any = true;
+        let queries = [
+            // A string that never occurs: the rarest of matches.
+            ("equality", "value = 'zzzz-not-there'"),
+            // A rare substring: one memmem scan per chunk on the raw path.
+            ("contains", "value LIKE '%qz%'"),
+        ];
+        for (query, predicate) in queries {
+            let sql = |on: bool| {
+                let opt = if on { "" } else { ", '', 'pushdown', 'false'" };
+                format!("SELECT count(*) FROM read_zarr('{words}'{opt}) WHERE {predicate}")
+            };
+            let (a, _) = rt.block_on(run(&ctx, &sql(true)));
+            let (b, _) = rt.block_on(run(&ctx, &sql(false)));
+            assert_eq!(a, b, "{query} on {name}: pushdown changed the result");
+            println!(
+                "{query}_{label}: {predicate} -> {}",
+                a.lines().nth(3).unwrap_or("").trim()
+            );
+            group.bench_function(format!("{query}_{label}/raw_utf32"), |b| {
+                b.iter(|| rt.block_on(run(&ctx, &sql(true))))
+            });
+            group.bench_function(format!("{query}_{label}/transcode_then_filter"), |b| {
+                b.iter(|| rt.block_on(run(&ctx, &sql(false))))
+            });
+        }
+    }
+    if !any {
         println!(
-            "skipping equality: run python3 benches/peer/make_store.py --n 10000000 --out benches/data/strings_10m.zarr"
+            "skipping equality/contains: run python3 benches/peer/make_store.py --n 10000000 --out benches/data/strings_10m.zarr"
         );
     }
     group.finish();

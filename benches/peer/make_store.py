@@ -88,6 +88,7 @@ def main() -> int:
     ap.add_argument("--out", default="benches/data/strings_20m.zarr", help="output store (replaced)")
     ap.add_argument("--vocab", type=int, default=50_000, help="vocabulary size (default 50,000)")
     ap.add_argument("--empty", type=float, default=0.02, help="fraction of empty strings (default 0.02)")
+    ap.add_argument("--uncompressed", action="store_true", help="no compressor (default: zstd level 3)")
     args = ap.parse_args()
 
     t0 = time.perf_counter()
@@ -107,7 +108,7 @@ def main() -> int:
         shape=(args.n,),
         chunks=(CHUNK,),
         dtype=f"<U{WIDTH}",
-        compressors=ZstdCodec(level=3),
+        compressors=None if args.uncompressed else ZstdCodec(level=3),
         dimension_names=["i"],
         zarr_format=3,
         fill_value="",
@@ -124,7 +125,7 @@ def main() -> int:
         print(f"\r{stop:,}/{args.n:,}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     print(
-        f"wrote {out}: {args.n:,} strings <U{WIDTH}, chunks {CHUNK:,}, zstd 3, "
+        f"wrote {out}: {args.n:,} strings <U{WIDTH}, chunks {CHUNK:,}, {'uncompressed' if args.uncompressed else 'zstd 3'}, "
         f"vocabulary {len(vocab):,}, in {time.perf_counter() - t0:.1f} s"
     )
     return 0

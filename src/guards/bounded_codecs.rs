@@ -114,8 +114,18 @@ fn too_large(kind: Kind, bound: u64) -> CodecError {
 }
 
 /// Reads `reader` to the end, failing as soon as it yields more than `bound` bytes.
-fn read_bounded(mut reader: impl Read, bound: u64, kind: Kind) -> Result<Vec<u8>, CodecError> {
-    let mut out = Vec::new();
+/// With `reserve`, room for `bound` bytes is made up front (when the size is declared by the
+/// metadata), so the output is not regrown and copied while it fills.
+fn read_bounded(
+    mut reader: impl Read,
+    bound: u64,
+    reserve: bool,
+    kind: Kind,
+) -> Result<Vec<u8>, CodecError> {
+    let mut out = match (reserve, usize::try_from(bound)) {
+        (true, Ok(n)) => Vec::with_capacity(n.saturating_add(1)),
+        _ => Vec::new(),
+    };
     (&mut reader)
         .take(bound.saturating_add(1))
         .read_to_end(&mut out)?;
@@ -132,22 +142,27 @@ impl Bounded {
         decoded: &BytesRepresentation,
         options: &CodecOptions,
     ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        let bound = match decoded {
-            BytesRepresentation::FixedSize(n) | BytesRepresentation::BoundedSize(n) => *n,
-            BytesRepresentation::UnboundedSize => UNBOUNDED_LIMIT.load(Ordering::Relaxed),
+        let (bound, declared) = match decoded {
+            BytesRepresentation::FixedSize(n) | BytesRepresentation::BoundedSize(n) => (*n, true),
+            BytesRepresentation::UnboundedSize => (UNBOUNDED_LIMIT.load(Ordering::Relaxed), false),
         };
         let out = match self.kind {
             Kind::Gzip => read_bounded(
                 flate2::read::MultiGzDecoder::new(&*encoded),
                 bound,
+                declared,
                 self.kind,
             )?,
-            Kind::Zlib => {
-                read_bounded(flate2::read::ZlibDecoder::new(&*encoded), bound, self.kind)?
-            }
+            Kind::Zlib => read_bounded(
+                flate2::read::ZlibDecoder::new(&*encoded),
+                bound,
+                declared,
+                self.kind,
+            )?,
             Kind::Bz2 => read_bounded(
                 bzip2::read::MultiBzDecoder::new(&*encoded),
                 bound,
+                declared,
                 self.kind,
             )?,
             Kind::Zstd => {
@@ -158,8 +173,27 @@ impl Bounded {
                 {
                     return Err(too_large(self.kind, bound));
                 }
-                let decoder = zstd::stream::read::Decoder::new(&*encoded)?;
-                read_bounded(decoder, bound, self.kind)?
+                if !declared {
+                    let decoder = zstd::stream::read::Decoder::new(&*encoded)?;
+                    read_bounded(decoder, bound, false, self.kind)?
+                } else {
+                    // One-shot decompression into a buffer of exactly the declared size: zstd
+                    // stops with "destination buffer too small" rather than grow it, and writes
+                    // straight into the output (no streaming window copy, no regrowth).
+                    let capacity =
+                        usize::try_from(bound).map_err(|_| too_large(self.kind, bound))?;
+                    let mut out = Vec::with_capacity(capacity);
+                    zstd::bulk::Decompressor::new()?
+                        .decompress_to_buffer(&encoded, &mut out)
+                        .map_err(|e| {
+                            if e.to_string().contains("too small") {
+                                too_large(self.kind, bound)
+                            } else {
+                                CodecError::Other(format!("zstd data cannot be decoded: {e}"))
+                            }
+                        })?;
+                    out
+                }
             }
             Kind::Blosc => {
                 // The blosc header declares the decompressed size (bytes 4..8) and the

@@ -116,7 +116,10 @@ impl<'a> Members<'a> {
     #[inline]
     fn contains(&self, element: &[u8]) -> bool {
         match self {
-            Members::Few(p) => p.iter().any(|l| l.as_slice() == element),
+            // The first code unit settles most comparisons without a call to memcmp.
+            Members::Few(p) => p
+                .iter()
+                .any(|l| l.get(..4) == element.get(..4) && l.as_slice() == element),
             Members::Many(set) => set.contains(element),
         }
     }
