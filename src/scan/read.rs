@@ -5,6 +5,8 @@
 //! same way) and copy rows of elements between chunk and region layouts.
 
 use std::borrow::Cow;
+
+use bytes::Bytes;
 use std::num::NonZeroU64;
 use std::ops::Range;
 use std::sync::Arc;
@@ -137,7 +139,7 @@ pub async fn read_chunk(
     let object = store
         .get(&full_key, options.max_chunk_bytes, "max_chunk_bytes")
         .await?;
-    decode_chunk(node, indices, object.as_deref(), options)
+    decode_owned(node, indices, object, options)
 }
 
 /// The chunk's element count, checked against `max_chunk_bytes`.
@@ -176,6 +178,19 @@ pub fn decode_chunk(
     encoded: Option<&[u8]>,
     options: &ZarrOptions,
 ) -> Result<Chunk> {
+    decode_owned(node, indices, encoded.map(Bytes::copy_from_slice), options)
+}
+
+/// [`decode_chunk`] taking the fetched object: when the codecs leave the bytes as they are
+/// (an uncompressed, native-endian chunk), the object becomes the chunk's buffer without a
+/// copy.
+fn decode_owned(
+    node: &ArrayNode,
+    indices: &[u64],
+    object: Option<Bytes>,
+    options: &ZarrOptions,
+) -> Result<Chunk> {
+    let encoded = object.as_deref();
     let array = node.zarrs()?;
     let (_, key) = chunk_key(node, indices)?;
     let chunk_err = |message: String| ZarrError::Chunk {
@@ -206,7 +221,16 @@ pub fn decode_chunk(
                     &CodecOptions::default(),
                 )
                 .map_err(|e| chunk_err(format!("cannot decode: {e}")))?;
-            (decoded.into_owned(), false, encoded.len() as u64)
+            let unchanged = matches!(&decoded, ArrayBytes::Fixed(Cow::Borrowed(b))
+                if b.as_ptr() == encoded.as_ptr() && b.len() == encoded.len());
+            let bytes_read = encoded.len() as u64;
+            let decoded = (!unchanged).then(|| decoded.into_owned());
+            // Unchanged: the object itself, zero-copy when its buffer is not shared (a fresh
+            // read).
+            let decoded = decoded.unwrap_or_else(|| {
+                ArrayBytes::Fixed(Cow::Owned(object.map(Vec::from).unwrap_or_default()))
+            });
+            (decoded, false, bytes_read)
         }
         None => {
             let fill =
