@@ -11,6 +11,9 @@
 //!   `LIKE '%qz%'`. Each on the zstd store and on an uncompressed copy, where decompression no
 //!   longer hides the filter's own cost.
 //!
+//! `decode_only_*` is the floor for both: fetching and decoding every chunk of the store with 2
+//! chunks in flight, nothing else.
+//!
 //! Bytes read come from the scan's `bytes_read` metric and are printed beside the bytes of the
 //! chunks that truly intersect the selection.
 //!
@@ -27,7 +30,12 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group, criterion_main};
 use datafusion::physical_plan::{ExecutionPlan, collect};
 use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion_zarr::{ZarrOptions, ZarrTable};
 use tokio::runtime::Runtime;
+
+#[path = "common/decode.rs"]
+mod decode;
+use decode::decode_all;
 
 fn store(name: &str) -> Option<String> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -156,6 +164,19 @@ fn bench(c: &mut Criterion) {
             // A rare substring: one memmem scan per chunk on the raw path.
             ("contains", "value LIKE '%qz%'"),
         ];
+        // The floor: fetching and decoding the chunks, nothing else.
+        let model = rt
+            .block_on(ZarrTable::open(
+                &SessionContext::new().runtime_env(),
+                &words,
+                ZarrOptions::default(),
+            ))
+            .expect("open the store")
+            .model()
+            .clone();
+        group.bench_function(format!("decode_only_{label}"), |b| {
+            b.iter(|| rt.block_on(decode_all(model.clone(), 2)))
+        });
         for (query, predicate) in queries {
             let sql = |on: bool| {
                 let opt = if on { "" } else { ", '', 'pushdown', 'false'" };

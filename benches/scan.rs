@@ -6,7 +6,10 @@
 //!   `datafusion_zarr::scan::read_chunk`, no transcoding, N chunks in flight as tokio tasks on a
 //!   runtime of N workers;
 //! - `scan/N` — `SELECT count(*) FROM t WHERE value LIKE '%ab%'` with `target_partitions = N`,
-//!   on a runtime of N workers.
+//!   on a runtime of N workers (the `LIKE` runs on the UTF-32 code units in the scan, and only
+//!   the matches are transcoded);
+//! - `transcode/N` — the same query with the table option `pushdown = false`: every string is
+//!   transcoded to a `Utf8` array and DataFusion's `LIKE` filters them.
 //!
 //! N runs over 1 and the number of cores (`ZARR_BENCH_THREADS=1,2` overrides).
 //!
@@ -24,11 +27,12 @@ use std::time::Duration;
 use arrow::array::{Array, Int64Array};
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use datafusion::prelude::{SessionConfig, SessionContext};
-use datafusion_zarr::scan::{read_chunk, unravel};
-use datafusion_zarr::table::TableModel;
 use datafusion_zarr::{ZarrOptions, ZarrTable};
-use futures::StreamExt;
 use tokio::runtime::Runtime;
+
+#[path = "common/decode.rs"]
+mod decode;
+use decode::decode_all;
 
 const QUERY: &str = "SELECT count(*) FROM t WHERE value LIKE '%ab%'";
 
@@ -63,28 +67,6 @@ fn runtime(workers: usize) -> Runtime {
         .enable_all()
         .build()
         .expect("tokio runtime")
-}
-
-/// Fetches and decodes every chunk of the grid array, `threads` at a time; returns the number
-/// of elements decoded.
-async fn decode_all(model: Arc<TableModel>, threads: usize) -> usize {
-    let grid = model.grid.zarrs().expect("supported array").clone();
-    let grid_shape = grid.chunk_grid_shape().to_vec();
-    let chunks: u64 = grid_shape.iter().product();
-    futures::stream::iter(0..chunks)
-        .map(|id| {
-            let model = model.clone();
-            let indices = unravel(id, &grid_shape);
-            tokio::spawn(async move {
-                let chunk = read_chunk(&model.store, &model.grid, &indices, &model.options)
-                    .await
-                    .unwrap_or_else(|e| panic!("chunk {id}: {e}"));
-                std::hint::black_box(chunk.elements.len())
-            })
-        })
-        .buffer_unordered(threads)
-        .fold(0usize, |acc, n| async move { acc + n.expect("task") })
-        .await
 }
 
 async fn count(ctx: &SessionContext) -> i64 {
@@ -163,16 +145,33 @@ fn main() {
         });
     }
 
-    for &n in &threads {
-        let rt = runtime(n);
-        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(n));
-        ctx.register_table("t", Arc::new(table.clone()))
-            .expect("register");
-        let matches = rt.block_on(count(&ctx));
-        println!("scan/{n}: target_partitions = {n} on {n} tokio workers; {QUERY} = {matches}");
-        group.bench_function(BenchmarkId::new("scan", n), |b| {
-            b.iter(|| rt.block_on(count(&ctx)))
-        });
+    let no_pushdown = rt
+        .block_on(ZarrTable::open(
+            &SessionContext::new().runtime_env(),
+            &location,
+            ZarrOptions {
+                pushdown: false,
+                ..ZarrOptions::default()
+            },
+        ))
+        .expect("open the store");
+    let mut counted = None;
+    for (name, table) in [("scan", &table), ("transcode", &no_pushdown)] {
+        for &n in &threads {
+            let rt = runtime(n);
+            let config = SessionConfig::new().with_target_partitions(n);
+            let ctx = SessionContext::new_with_config(config);
+            ctx.register_table("t", Arc::new(table.clone()))
+                .expect("register");
+            let matches = rt.block_on(count(&ctx));
+            assert_eq!(*counted.get_or_insert(matches), matches, "{name}/{n}");
+            println!(
+                "{name}/{n}: target_partitions = {n} on {n} tokio workers; {QUERY} = {matches}"
+            );
+            group.bench_function(BenchmarkId::new(name, n), |b| {
+                b.iter(|| rt.block_on(count(&ctx)))
+            });
+        }
     }
     group.finish();
     c.final_summary();
