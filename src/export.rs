@@ -36,6 +36,10 @@ pub struct ParquetExport {
     pub row_group_size: Option<usize>,
     /// Key-value metadata stored in the file footer.
     pub metadata: Vec<(String, String)>,
+    /// Columns written with `DELTA_BINARY_PACKED` and no dictionary: the index columns, runs of
+    /// consecutive integers that this encoding stores in a few bits each (instead of 8 bytes
+    /// each, plain, after a dictionary attempt that cannot succeed).
+    pub delta_encoded: Vec<String>,
 }
 
 impl ParquetExport {
@@ -59,6 +63,14 @@ impl ParquetExport {
         });
         if let Some(n) = self.row_group_size {
             options.global.max_row_group_size = n.max(1);
+        }
+        for name in &self.delta_encoded {
+            let column = options
+                .column_specific_options
+                .entry(name.clone())
+                .or_default();
+            column.encoding = Some("delta_binary_packed".into());
+            column.dictionary_enabled = Some(false);
         }
         for (k, v) in &self.metadata {
             options

@@ -202,6 +202,23 @@ fn compression_row_groups_and_where() {
     assert!(o.status.success(), "{}", stderr(&o));
     let (batches, meta) = read_parquet(&out);
     assert_eq!(meta.num_row_groups(), 20);
+    // The index column is delta-encoded without a dictionary; the strings keep theirs.
+    for rg in meta.row_groups() {
+        let (index, value) = (rg.column(0), rg.column(1));
+        assert_eq!(index.column_path().string(), "dim_0");
+        assert!(
+            index
+                .encodings()
+                .any(|e| e == parquet::basic::Encoding::DELTA_BINARY_PACKED)
+                && index.dictionary_page_offset().is_none(),
+            "dim_0: {:?}",
+            index.encodings().collect::<Vec<_>>()
+        );
+        assert!(
+            value.dictionary_page_offset().is_some(),
+            "value has a dictionary"
+        );
+    }
     assert_eq!(
         batches[0].schema().field(1).data_type(),
         &arrow::datatypes::DataType::LargeUtf8

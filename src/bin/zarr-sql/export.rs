@@ -11,6 +11,7 @@ use clap::{Parser, ValueEnum};
 use datafusion::error::{DataFusionError, Result};
 use datafusion_zarr::export::{Compression, ParquetExport, write_parquet};
 use datafusion_zarr::node::Node;
+use datafusion_zarr::table::ColumnSource;
 use datafusion_zarr::{ScanProgress, ZarrOptions, ZarrTable};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -132,6 +133,12 @@ pub async fn run(args: ExportArgs) -> Result<()> {
             ("zarr.path".into(), model.path.clone()),
             ("zarr.metadata".into(), node_metadata.to_string()),
         ],
+        delta_encoded: model
+            .columns
+            .iter()
+            .filter(|c| matches!(c.source, ColumnSource::Index { .. }))
+            .map(|c| c.name.clone())
+            .collect(),
     };
 
     let start = Instant::now();
