@@ -91,6 +91,21 @@ fn exporting_every_corpus_array_gives_the_expected_values() {
                     values[linear as usize] = v;
                 }
             }
+            // A 1-D export is written in index order.
+            if ndim == 1 {
+                let order: Vec<u64> = batches
+                    .iter()
+                    .flat_map(|b| {
+                        let c = b.column(0).as_any().downcast_ref::<UInt64Array>().unwrap();
+                        c.values().to_vec()
+                    })
+                    .collect();
+                assert_eq!(
+                    order,
+                    (0..count as u64).collect::<Vec<_>>(),
+                    "{path} in order"
+                );
+            }
             if let Some(want) = array["values"].as_array() {
                 for (i, (g, w)) in values.iter().zip(want).enumerate() {
                     assert!(

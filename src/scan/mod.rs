@@ -19,7 +19,8 @@ use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{Result as DFResult, Statistics};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::physical_expr::EquivalenceProperties;
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalSortExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::filter_pushdown::{
     ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
@@ -39,7 +40,7 @@ pub use stream::unravel;
 
 use crate::error::{Result, ZarrError};
 use crate::progress::ScanProgress;
-use crate::table::TableModel;
+use crate::table::{ColumnSource, TableModel};
 use stream::{PartitionScan, ScanMetrics, ScanSpec};
 
 /// Physical plan node scanning a Zarr table.
@@ -109,8 +110,22 @@ impl ZarrScanExec {
             partition_rows.push(limit.map_or(rows, |l| rows.min(l as u64)));
             partitions.push(runs(group));
         }
+        // Each partition is sorted by the leading index columns it outputs (see `row_order`).
+        let mut equivalences = EquivalenceProperties::new(schema.clone());
+        let ordering: Vec<PhysicalSortExpr> = row_order(&model)
+            .iter()
+            .map_while(|name| {
+                let i = schema.index_of(name).ok()?;
+                Some(PhysicalSortExpr::new_default(Arc::new(Column::new(
+                    name, i,
+                ))))
+            })
+            .collect();
+        if !ordering.is_empty() {
+            equivalences.add_ordering(ordering);
+        }
         let properties = PlanProperties::new(
-            EquivalenceProperties::new(schema.clone()),
+            equivalences,
             Partitioning::UnknownPartitioning(partitions.len()),
             EmissionType::Incremental,
             Boundedness::Bounded,
@@ -157,6 +172,28 @@ impl ZarrScanExec {
             .map(|r| r.end - r.start)
             .sum()
     }
+}
+
+/// The index columns (in dimension order) by which every partition of a scan is sorted, or
+/// none. Work units are read in increasing chunk id and their rows in C order, so rows are in
+/// lexicographic index order exactly when the read grid has one chunk along every dimension
+/// but the first: always for 1-D arrays, and for N-D arrays chunked by rows only.
+pub fn row_order(model: &TableModel) -> Vec<String> {
+    let ndim = model.shape.len();
+    let Ok(grid_shape) = ReadGrid::of(&model.grid).grid_shape() else {
+        return Vec::new();
+    };
+    if ndim == 0 || grid_shape.len() != ndim || grid_shape[1..].iter().any(|&n| n > 1) {
+        return Vec::new();
+    }
+    (0..ndim)
+        .map_while(|d| {
+            model.columns.iter().find_map(|c| match c.source {
+                ColumnSource::Index { dim } if dim == d => Some(c.name.clone()),
+                _ => None,
+            })
+        })
+        .collect()
 }
 
 /// Consecutive ids as ranges.

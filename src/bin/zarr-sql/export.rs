@@ -11,6 +11,7 @@ use clap::{Parser, ValueEnum};
 use datafusion::error::{DataFusionError, Result};
 use datafusion_zarr::export::{Compression, ParquetExport, write_parquet};
 use datafusion_zarr::node::Node;
+use datafusion_zarr::scan::row_order;
 use datafusion_zarr::table::ColumnSource;
 use datafusion_zarr::{ScanProgress, ZarrOptions, ZarrTable};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -108,6 +109,13 @@ pub async fn run(args: ExportArgs) -> Result<()> {
     let mut sql = format!("SELECT {columns} FROM t");
     if let Some(p) = &args.predicate {
         sql.push_str(&format!(" WHERE {p}"));
+    }
+    // Rows in index order when the scan already yields them so (1-D arrays, arrays chunked by
+    // rows only): DataFusion then merges the sorted partitions instead of sorting.
+    let order = row_order(&model);
+    if !order.is_empty() {
+        let keys: Vec<String> = order.iter().map(|c| quote(c)).collect();
+        sql.push_str(&format!(" ORDER BY {}", keys.join(", ")));
     }
     let df = ctx.sql(&sql).await?;
 
