@@ -330,3 +330,69 @@ async fn sharded_arrays_read_only_the_inner_chunks_a_predicate_needs() {
         m[1]
     );
 }
+
+/// The dynamic filters DataFusion pushes into the scan while the query runs prune work units:
+/// a hash join's build-side values, and a TopK's running threshold.
+#[tokio::test]
+async fn dynamic_filters_prune_chunks_while_running() {
+    let ctx = context();
+    let store = corpus_store("17_large_200k_zstd");
+    // Chunks of 10,000 rows: keys 5 and 70,005 are in chunks 0 and 7.
+    let sql = format!(
+        "SELECT t.dim_0, t.value FROM read_zarr('{store}') t \
+         JOIN (VALUES (5), (70005)) AS v(k) ON t.dim_0 = v.k"
+    );
+    let (rows, m) = scan_metric(&ctx, &sql, &["chunks_read", "chunks_pruned"]).await;
+    assert_eq!(rows, 2);
+    assert_eq!(m[0] + m[1], 20, "every chunk is read or pruned: {m:?}");
+    // The build side (2 rows) is collected before the probe side's scan starts, and its
+    // values reach the scan as `dim_0 IN (5, 70005)`: chunks 0 and 7 only.
+    assert_eq!(m[0], 2, "chunks 0 and 7: {m:?}");
+    let (rows, m) = scan_metric(
+        &ctx,
+        &sql.replace(
+            &format!("read_zarr('{store}')"),
+            &format!("read_zarr('{store}', '', 'pushdown', 'false')"),
+        ),
+        &["chunks_read"],
+    )
+    .await;
+    assert_eq!(
+        (rows, m[0]),
+        (2, 20),
+        "without pushdown every chunk is read"
+    );
+
+    // TopK on a 2-D array chunked along both dimensions (no declared order): once the first
+    // chunk has filled the heap, its threshold prunes every chunk that starts after (0, 1).
+    let one = datafusion::prelude::SessionContext::new_with_config(
+        datafusion::prelude::SessionConfig::new().with_target_partitions(1),
+    );
+    datafusion_zarr::register(&one);
+    let store = corpus_store("06_2d_transpose_dimnames");
+    let sql = format!("SELECT row, col, value FROM read_zarr('{store}') ORDER BY row, col LIMIT 2");
+    let (rows, m) = scan_metric(
+        &one,
+        &sql,
+        &[
+            "chunks_read",
+            "chunks_pruned",
+            "chunks_missing",
+            "inner_chunks_read",
+        ],
+    )
+    .await;
+    assert_eq!(rows, 2);
+    assert_eq!((m[0], m[1]), (1, 15), "one chunk read, 15 pruned: {m:?}");
+    let plan = ctx
+        .sql(&format!("EXPLAIN {sql}"))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let text = arrow::util::pretty::pretty_format_batches(&plan)
+        .unwrap()
+        .to_string();
+    assert!(text.contains("dynamic_filters=[DynamicFilter"), "{text}");
+}

@@ -3,6 +3,7 @@
 
 mod convert;
 mod coordinate;
+mod dynamic;
 mod grid;
 mod pruning;
 mod raw_filter;
@@ -55,6 +56,9 @@ pub struct ZarrScanExec {
     selection: Arc<ChunkSelection>,
     /// String predicates evaluated on UTF-32 code units before transcoding.
     raw_filters: Arc<Vec<RawFilter>>,
+    /// Filters DataFusion updates while the query runs (TopK thresholds, hash join bounds),
+    /// checked before each work unit is read.
+    dynamic_filters: Vec<Arc<dyn PhysicalExpr>>,
     /// Rows of each partition.
     partition_rows: Vec<u64>,
     limit: Option<usize>,
@@ -138,6 +142,7 @@ impl ZarrScanExec {
             partition_rows,
             selection: Arc::new(selection),
             raw_filters: Arc::new(Vec::new()),
+            dynamic_filters: Vec::new(),
             limit,
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
@@ -237,6 +242,11 @@ impl DisplayAs for ZarrScanExec {
                         self.selection.total - self.selection.ids.len() as u64
                     )?;
                 }
+                if !self.dynamic_filters.is_empty() {
+                    let shown: Vec<String> =
+                        self.dynamic_filters.iter().map(|d| d.to_string()).collect();
+                    write!(f, ", dynamic_filters=[{}]", shown.join(", "))?;
+                }
                 if let Some(limit) = self.limit {
                     write!(f, ", limit={limit}")?;
                 }
@@ -257,6 +267,11 @@ impl DisplayAs for ZarrScanExec {
                         "chunks_pruned={}",
                         self.selection.total - self.selection.ids.len() as u64
                     )?;
+                }
+                if !self.dynamic_filters.is_empty() {
+                    let shown: Vec<String> =
+                        self.dynamic_filters.iter().map(|d| d.to_string()).collect();
+                    writeln!(f, "dynamic_filters=[{}]", shown.join(", "))?;
                 }
                 if let Some(limit) = self.limit {
                     writeln!(f, "limit={limit}")?;
@@ -280,10 +295,16 @@ impl ExecutionPlan for ZarrScanExec {
         vec![]
     }
 
+    /// The dynamic filters: a hash join computes its filter only if the probe side shows it.
     fn apply_expressions(
         &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DFResult<TreeNodeRecursion>,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DFResult<TreeNodeRecursion>,
     ) -> DFResult<TreeNodeRecursion> {
+        for filter in &self.dynamic_filters {
+            if f(filter)? == TreeNodeRecursion::Stop {
+                return Ok(TreeNodeRecursion::Stop);
+            }
+        }
         Ok(TreeNodeRecursion::Continue)
     }
 
@@ -313,11 +334,12 @@ impl ExecutionPlan for ZarrScanExec {
             rows_decoded: MetricBuilder::new(&self.metrics).counter("rows_decoded", partition),
             rows_transcoded: MetricBuilder::new(&self.metrics)
                 .counter("rows_transcoded", partition),
+            chunks_pruned: MetricBuilder::new(&self.metrics).counter("chunks_pruned", partition),
             progress: self.progress.clone(),
         };
-        let pruned = MetricBuilder::new(&self.metrics).counter("chunks_pruned", partition);
         if partition == 0 {
-            pruned.add((self.selection.total - self.selection.ids.len() as u64) as usize);
+            let planned = self.selection.total - self.selection.ids.len() as u64;
+            metrics.chunks_pruned.add(planned as usize);
         }
         let spec = ScanSpec {
             model: self.model.clone(),
@@ -325,6 +347,7 @@ impl ExecutionPlan for ZarrScanExec {
             schema: self.schema.clone(),
             raw_filters: self.raw_filters.clone(),
             limit: self.limit,
+            dynamic_filters: self.dynamic_filters.clone(),
         };
         let scan = PartitionScan::new(spec, units, context.session_config().batch_size(), metrics);
         let stream = futures::stream::try_unfold(scan, |mut scan| async move {
@@ -375,10 +398,22 @@ impl ExecutionPlan for ZarrScanExec {
         _config: &ConfigOptions,
     ) -> DFResult<FilterPushdownPropagation<Arc<dyn ExecutionPlan>>> {
         let parents = child_pushdown_result.parent_filters;
-        if phase != FilterPushdownPhase::Pre || !self.model.options.pushdown {
+        let unclaimed = vec![PushedDown::No; parents.len()];
+        if !self.model.options.pushdown || parents.is_empty() {
             return Ok(FilterPushdownPropagation::with_parent_pushdown_result(
-                vec![PushedDown::No; parents.len()],
+                unclaimed,
             ));
+        }
+        if phase == FilterPushdownPhase::Post {
+            // Dynamic filters (and any other late ones) only prune: DataFusion keeps applying
+            // them, so none is claimed.
+            let mut node = self.with_filters(self.raw_filters.as_ref().clone());
+            node.dynamic_filters
+                .extend(parents.iter().map(|p| Arc::clone(&p.filter)));
+            return Ok(
+                FilterPushdownPropagation::with_parent_pushdown_result(unclaimed)
+                    .with_updated_node(Arc::new(node) as Arc<dyn ExecutionPlan>),
+            );
         }
         let mut raw: Vec<RawFilter> = self.raw_filters.as_ref().clone();
         let mut answers = Vec::with_capacity(parents.len());
@@ -401,19 +436,27 @@ impl ExecutionPlan for ZarrScanExec {
         {
             return Ok(result);
         }
-        let node = ZarrScanExec {
+        let node = self.with_filters(raw);
+        Ok(result.with_updated_node(Arc::new(node) as Arc<dyn ExecutionPlan>))
+    }
+}
+
+impl ZarrScanExec {
+    /// A copy of this plan with `raw_filters` (and fresh metrics).
+    fn with_filters(&self, raw_filters: Vec<RawFilter>) -> Self {
+        ZarrScanExec {
             model: self.model.clone(),
             projection: self.projection.clone(),
             schema: self.schema.clone(),
             partitions: self.partitions.clone(),
             selection: self.selection.clone(),
-            raw_filters: Arc::new(raw),
+            raw_filters: Arc::new(raw_filters),
+            dynamic_filters: self.dynamic_filters.clone(),
             partition_rows: self.partition_rows.clone(),
             limit: self.limit,
             properties: self.properties.clone(),
             metrics: ExecutionPlanMetricsSet::new(),
             progress: self.progress.clone(),
-        };
-        Ok(result.with_updated_node(Arc::new(node) as Arc<dyn ExecutionPlan>))
+        }
     }
 }

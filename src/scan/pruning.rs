@@ -60,10 +60,10 @@ pub fn is_dimension_filter(model: &TableModel, expr: &Expr) -> bool {
 }
 
 /// Per-chunk bounds of the index columns.
-struct GridStats {
+pub(crate) struct GridStats {
     /// Column name → (min, max) per chunk.
-    bounds: Vec<(String, UInt64Array, UInt64Array)>,
-    containers: usize,
+    pub(crate) bounds: Vec<(String, UInt64Array, UInt64Array)>,
+    pub(crate) containers: usize,
 }
 
 impl PruningStatistics for GridStats {

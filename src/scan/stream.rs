@@ -8,12 +8,14 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array, UInt64Array};
 use arrow::compute::take;
 use arrow::datatypes::SchemaRef;
+use datafusion::physical_plan::PhysicalExpr;
 use datafusion::physical_plan::metrics::Count;
 
 use crate::error::{Result, ZarrError};
 use crate::node::ArrayNode;
 use crate::progress::ScanProgress;
 use crate::scan::convert::to_arrow;
+use crate::scan::dynamic::DynamicPruner;
 use crate::scan::grid::ReadGrid;
 use crate::scan::raw_filter::{RawFilter, select_rows};
 use crate::scan::read::{ColumnCache, Elements, ReadCounts, Region, chunk_key, read_region};
@@ -34,6 +36,8 @@ pub struct ScanMetrics {
     pub rows_decoded: Count,
     /// Table rows transcoded into the batches that leave the scan.
     pub rows_transcoded: Count,
+    /// Work units skipped while running by the dynamic filters.
+    pub chunks_pruned: Count,
     /// Progress shared with a display, if any.
     pub progress: Option<Arc<ScanProgress>>,
 }
@@ -50,6 +54,7 @@ pub struct PartitionScan {
     current: Option<Unit>,
     metrics: ScanMetrics,
     raw_filters: Arc<Vec<RawFilter>>,
+    pruner: Option<DynamicPruner>,
 }
 
 enum UnitColumn {
@@ -90,6 +95,8 @@ pub struct ScanSpec {
     pub raw_filters: Arc<Vec<RawFilter>>,
     /// At most this many rows.
     pub limit: Option<usize>,
+    /// Filters DataFusion updates while the query runs (TopK, hash join), for pruning.
+    pub dynamic_filters: Vec<Arc<dyn PhysicalExpr>>,
 }
 
 impl PartitionScan {
@@ -101,6 +108,7 @@ impl PartitionScan {
         metrics: ScanMetrics,
     ) -> Self {
         let caches = vec![ColumnCache::default(); spec.projection.len()];
+        let pruner = DynamicPruner::new(&spec.model, spec.schema.clone(), &spec.dynamic_filters);
         Self {
             model: spec.model,
             projection: spec.projection,
@@ -112,6 +120,7 @@ impl PartitionScan {
             current: None,
             metrics,
             raw_filters: spec.raw_filters,
+            pruner,
         }
     }
 
@@ -143,6 +152,15 @@ impl PartitionScan {
             let Some(id) = self.units.next() else {
                 return Ok(None);
             };
+            if let Some(pruner) = &mut self.pruner {
+                let grid = ReadGrid::of(&self.model.grid);
+                let (origin, extent) = grid.bounded(&unravel(id, &grid.grid_shape()?))?;
+                if !pruner.may_match(&origin, &extent) {
+                    self.metrics.chunks_pruned.add(1);
+                    self.current = None;
+                    continue;
+                }
+            }
             self.current = Some(self.load_unit(id).await?);
         }
     }
