@@ -1,6 +1,7 @@
 //! Hundreds of random predicates, from a fixed seed, over corpus stores and fixtures, with
-//! pushdown on and off (chunk pruning on dimension columns, and string predicates evaluated on
-//! UTF-32 code units): the results must be identical, every `fill_as_null` and
+//! pushdown on and off (chunk pruning on dimension columns, string predicates evaluated on
+//! UTF-32 code units, and, for the queries given a TopK or a join, dynamic filters pruning
+//! while they run): the results must be identical, every `fill_as_null` and
 //! `invalid_utf32` mode, NULL and fill-value case included.
 //!
 //! One deliberate difference: in `invalid_utf32 = 'error'` mode, data that pushdown skips (a
@@ -302,9 +303,33 @@ async fn pushdown_never_changes_results() {
             } else {
                 t.dims.iter().map(|d| d.0).collect::<Vec<_>>().join(", ")
             };
+            // Some queries also get a TopK (ORDER BY … LIMIT) or a hash join on the first
+            // dimension, whose dynamic filters prune chunks while the query runs.
+            let variant = rng.below(4);
+            let (direction, limit) = match variant {
+                0 => (
+                    if rng.below(2) == 0 { " DESC" } else { "" },
+                    format!(" LIMIT {}", 1 + rng.below(20)),
+                ),
+                _ => ("", String::new()),
+            };
+            let order = order
+                .split(", ")
+                .map(|c| format!("{c}{direction}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let join = match (variant, t.dims.first()) {
+                (1, Some((d, len))) => {
+                    let keys: Vec<String> = (0..3)
+                        .map(|_| format!("({})", rng.below(len + 3)))
+                        .collect();
+                    format!(" JOIN (VALUES {}) AS v(k) ON t.{d} = v.k", keys.join(", "))
+                }
+                _ => String::new(),
+            };
             let query = |pushdown: &str| {
                 format!(
-                    "SELECT * FROM read_zarr('{}', ''{}, 'pushdown', '{pushdown}') WHERE {pred} ORDER BY {order}",
+                    "SELECT t.* FROM read_zarr('{}', ''{}, 'pushdown', '{pushdown}') AS t{join} WHERE {pred} ORDER BY {order}{limit}",
                     t.store, t.options
                 )
             };
@@ -315,7 +340,13 @@ async fn pushdown_never_changes_results() {
                     assert_eq!(a, b, "{}", query("true"));
                     succeeded += 1;
                 }
-                (Err(a), Err(b)) => assert_eq!(a, b, "{}", query("true")),
+                // Plans printed in an error differ (the scan shows its pushed filters).
+                (Err(a), Err(b)) => assert_eq!(
+                    a.split("Plan: [").next(),
+                    b.split("Plan: [").next(),
+                    "{}",
+                    query("true")
+                ),
                 (Ok(_), Err(e)) => assert!(
                     e.contains("is not a Unicode scalar value"),
                     "pushdown on succeeded where off failed: {e}\n{}",
@@ -330,7 +361,10 @@ async fn pushdown_never_changes_results() {
         }
     }
     assert!(compared >= 400, "{compared}");
-    // Only the invalid_utf32 = 'error' target fails; every other query must run.
+    // Only the invalid_utf32 = 'error' target fails; every other query must run (with one known
+    // exception, the same with pushdown on and off: DataFusion 55 rejects a join whose probe side
+    // is filtered to a constant, e.g. `WHERE dim_0 <= 0` on a UInt64, with a SanityCheckPlan
+    // error about the ORDER BY).
     assert!(
         succeeded >= compared - 30,
         "{succeeded} of {compared} queries succeeded"
