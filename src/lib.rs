@@ -20,6 +20,7 @@
 
 #![warn(missing_docs)]
 
+pub mod codecs;
 pub mod error;
 pub mod export;
 pub mod factory;

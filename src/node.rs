@@ -177,6 +177,7 @@ pub enum Node {
 /// Opens the node at `options.path`.
 pub async fn open_node(store: &ZarrStore, options: &ZarrOptions) -> Result<Node> {
     bounded_codecs::register();
+    crate::codecs::register();
     bounded_codecs::allow_unbounded_up_to(options.max_chunk_bytes);
     let path = normalize_node_path(&options.path)?;
     let limit = options.max_metadata_bytes;
@@ -235,6 +236,7 @@ async fn get_json(store: &ZarrStore, key: &str, limit: u64) -> Result<Option<Val
 /// what `open_node` does for an array, for tools and fuzzing.
 pub fn parse_array(location: &str, path: &str, document: &[u8]) -> Result<ArrayNode> {
     bounded_codecs::register();
+    crate::codecs::register();
     let display = display_in(location, path);
     let doc = parse_json(document)
         .map_err(|e| ZarrError::metadata(&display, format!("not valid JSON: {e}")))?;

@@ -369,3 +369,47 @@ async fn create_external_table_accepts_options_in_either_form() {
         .to_string();
     assert!(e.contains("unknown option 'bogus'"), "{e}");
 }
+
+/// numcodecs' LZ4 (zarrs has none; `src/codecs.rs`): V2 compressor and V3 codec, and the
+/// refusals of a header claiming more than the chunk declares and of a cut block.
+#[tokio::test]
+async fn numcodecs_lz4_v2_and_v3() {
+    let exp = expected();
+    for store in ["lz4_v2.zarr", "lz4_v3.zarr"] {
+        let got = values(
+            &format!(
+                "SELECT value FROM read_zarr('{}') ORDER BY dim_0",
+                fixture(store)
+            ),
+            "value",
+        )
+        .await;
+        assert_eq!(Value::Array(got), exp["lz4"][store], "{store}");
+    }
+    // Corrupt copies of the V3 store's first chunk (3 elements of 24 bytes: 72 bytes).
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("lz4.zarr");
+    let src = root().join("tests/data/fixtures/lz4_v3.zarr");
+    std::fs::create_dir_all(copy.join("c")).unwrap();
+    std::fs::copy(src.join("zarr.json"), copy.join("zarr.json")).unwrap();
+    let chunk = std::fs::read(src.join("c/0")).unwrap();
+    let cases: [(&str, Vec<u8>); 3] = [
+        ("a header claiming 2 GiB", {
+            let mut c = chunk.clone();
+            c[..4].copy_from_slice(&(1u32 << 31).to_le_bytes());
+            c
+        }),
+        ("a block cut short", chunk[..chunk.len() - 3].to_vec()),
+        ("no header", chunk[..2].to_vec()),
+    ];
+    let wants = [
+        "lz4 header claims 2147483648 decoded bytes, more than the 72 the chunk declares",
+        "lz4 data cannot be decoded",
+        "shorter than its 4-byte size header",
+    ];
+    for ((what, bytes), want) in cases.into_iter().zip(wants) {
+        std::fs::write(copy.join("c/0"), bytes).unwrap();
+        let e = error(&format!("SELECT * FROM read_zarr('{}')", copy.display())).await;
+        assert!(e.contains(want) && e.contains("c/0"), "{what}: {e}");
+    }
+}
