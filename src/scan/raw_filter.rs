@@ -318,14 +318,10 @@ impl RawFilter {
                     *keep &= hit != *negated;
                 }
             }
-            Op::Eq => {
+            Op::Eq | Op::NotEq => {
+                let equal = matches!(self.op, Op::Eq);
                 for (keep, element) in mask.iter_mut().zip(elements) {
-                    *keep = *keep && members.contains(element);
-                }
-            }
-            Op::NotEq => {
-                for (keep, element) in mask.iter_mut().zip(elements) {
-                    *keep = *keep && !members.contains(element);
+                    *keep = *keep && members.contains(element) == equal;
                 }
             }
             Op::Lt | Op::LtEq | Op::Gt | Op::GtEq => {
