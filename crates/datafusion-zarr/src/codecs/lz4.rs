@@ -1,0 +1,186 @@
+//! numcodecs' LZ4, which real writers use and zarrs 0.23 does not provide.
+//!
+//! - **numcodecs LZ4** (`numcodecs.LZ4()` in zarr-python 2 and xarray: V2 compressor id `lz4`;
+//!   `numcodecs.zarr3.LZ4()`: V3 codec `numcodecs.lz4`). Its format is a 4-byte little-endian
+//!   decoded size followed by one LZ4 block. Decoding uses the `lz4_flex` crate's safe block
+//!   decoder into a buffer of the size the *metadata* declares for the chunk: a header that
+//!   claims more is refused before anything is allocated, and the block cannot write past the
+//!   buffer.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use zarrs::array::codec::api::{
+    CodecRuntimePluginV2, CodecRuntimePluginV3, PartialDecoderCapability, PartialEncoderCapability,
+    register_codec_v2, register_codec_v3,
+};
+use zarrs::array::{
+    ArrayBytesRaw, BytesRepresentation, BytesToBytesCodecTraits, CodecError, CodecMetadataOptions,
+    CodecOptions, CodecTraits, RecommendedConcurrency,
+};
+use zarrs::metadata::Configuration;
+use zarrs::metadata::v2::MetadataV2;
+use zarrs::metadata::v3::MetadataV3;
+use zarrs::plugin::{ExtensionName, PluginCreateError, ZarrVersion};
+
+/// The V3 name of numcodecs' LZ4 codec.
+const LZ4_V3: &str = "numcodecs.lz4";
+/// The V2 id of numcodecs' LZ4 compressor.
+const LZ4_V2: &str = "lz4";
+
+/// Registers the codec with zarrs (see [`super::register`]).
+pub(super) fn register() {
+    register_codec_v3(CodecRuntimePluginV3::new(
+        |name| name == LZ4_V3,
+        |metadata: &MetadataV3| Ok(Lz4Codec::from_configuration(metadata.configuration())?.into()),
+    ));
+    register_codec_v2(CodecRuntimePluginV2::new(
+        |id| id == LZ4_V2,
+        |metadata: &MetadataV2| {
+            Ok(Lz4Codec::from_configuration(Some(metadata.configuration()))?.into())
+        },
+    ));
+}
+
+/// numcodecs' LZ4: a 4-byte little-endian decoded size, then one LZ4 block.
+#[derive(Debug, Clone)]
+pub(crate) struct Lz4Codec {
+    /// numcodecs' `acceleration` (kept for the metadata; decoding does not depend on it).
+    acceleration: i64,
+}
+
+impl Lz4Codec {
+    fn from_configuration(
+        configuration: Option<&Configuration>,
+    ) -> Result<Self, PluginCreateError> {
+        let acceleration = match configuration.and_then(|c| c.get("acceleration")) {
+            None => 1,
+            Some(v) => v.as_i64().ok_or_else(|| {
+                PluginCreateError::Other(format!("lz4 acceleration {v} is not an integer"))
+            })?,
+        };
+        Ok(Self { acceleration })
+    }
+}
+
+impl From<Lz4Codec> for zarrs::array::Codec {
+    fn from(codec: Lz4Codec) -> Self {
+        zarrs::array::Codec::BytesToBytes(Arc::new(codec))
+    }
+}
+
+impl ExtensionName for Lz4Codec {
+    fn name(&self, version: ZarrVersion) -> Option<Cow<'static, str>> {
+        Some(Cow::Borrowed(match version {
+            ZarrVersion::V2 => LZ4_V2,
+            _ => LZ4_V3,
+        }))
+    }
+}
+
+impl CodecTraits for Lz4Codec {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn configuration(
+        &self,
+        _version: ZarrVersion,
+        _options: &CodecMetadataOptions,
+    ) -> Option<Configuration> {
+        let mut c = serde_json::Map::new();
+        c.insert("acceleration".into(), self.acceleration.into());
+        Some(Configuration::from(c))
+    }
+
+    fn partial_decoder_capability(&self) -> PartialDecoderCapability {
+        PartialDecoderCapability {
+            partial_read: false,
+            partial_decode: false,
+        }
+    }
+
+    fn partial_encoder_capability(&self) -> PartialEncoderCapability {
+        PartialEncoderCapability {
+            partial_encode: false,
+        }
+    }
+}
+
+impl BytesToBytesCodecTraits for Lz4Codec {
+    fn into_dyn(self: Arc<Self>) -> Arc<dyn BytesToBytesCodecTraits> {
+        self
+    }
+
+    fn recommended_concurrency(
+        &self,
+        _decoded_representation: &BytesRepresentation,
+    ) -> Result<RecommendedConcurrency, CodecError> {
+        Ok(RecommendedConcurrency::new_maximum(1))
+    }
+
+    fn encoded_representation(
+        &self,
+        decoded_representation: &BytesRepresentation,
+    ) -> BytesRepresentation {
+        match decoded_representation {
+            BytesRepresentation::FixedSize(n) | BytesRepresentation::BoundedSize(n) => {
+                let n = usize::try_from(*n).unwrap_or(usize::MAX);
+                BytesRepresentation::BoundedSize(
+                    4 + lz4_flex::block::get_maximum_output_size(n) as u64,
+                )
+            }
+            BytesRepresentation::UnboundedSize => BytesRepresentation::UnboundedSize,
+        }
+    }
+
+    fn encode<'a>(
+        &self,
+        decoded_value: ArrayBytesRaw<'a>,
+        _options: &CodecOptions,
+    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
+        let size = u32::try_from(decoded_value.len()).map_err(|_| {
+            CodecError::Other("lz4 cannot encode more than 4 GiB in one chunk".into())
+        })?;
+        let mut out = size.to_le_bytes().to_vec();
+        out.extend(lz4_flex::block::compress(&decoded_value));
+        Ok(Cow::Owned(out))
+    }
+
+    fn decode<'a>(
+        &self,
+        encoded_value: ArrayBytesRaw<'a>,
+        decoded_representation: &BytesRepresentation,
+        _options: &CodecOptions,
+    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
+        let header = encoded_value.get(..4).ok_or_else(|| {
+            CodecError::Other(format!(
+                "lz4 data is {} bytes, shorter than its 4-byte size header",
+                encoded_value.len()
+            ))
+        })?;
+        let claimed = u32::from_le_bytes([header[0], header[1], header[2], header[3]]) as u64;
+        let bound = match decoded_representation {
+            BytesRepresentation::FixedSize(n) | BytesRepresentation::BoundedSize(n) => *n,
+            BytesRepresentation::UnboundedSize => u64::from(u32::MAX),
+        };
+        if claimed > bound {
+            return Err(CodecError::Other(format!(
+                "lz4 header claims {claimed} decoded bytes, more than the {bound} the chunk \
+                 declares (a decompression bomb or a corrupt chunk)"
+            )));
+        }
+        let mut out = vec![0u8; claimed as usize];
+        let written = lz4_flex::block::decompress_into(&encoded_value[4..], &mut out)
+            .map_err(|e| CodecError::Other(format!("lz4 data cannot be decoded: {e}")))?;
+        if written as u64 != claimed
+            || matches!(decoded_representation, BytesRepresentation::FixedSize(n) if *n != claimed)
+        {
+            return Err(CodecError::Other(format!(
+                "lz4 data decompresses to {written} bytes, its header says {claimed} and the \
+                 chunk declares {decoded_representation}"
+            )));
+        }
+        Ok(Cow::Owned(out))
+    }
+}

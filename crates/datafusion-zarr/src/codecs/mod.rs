@@ -1,0 +1,34 @@
+//! Codecs: where zarrs decodes, what we register in place of or beside its own codecs.
+//!
+//! Measured on zarrs 0.23.14: its zstd decoder sizes its output from the frame header (a
+//! 145-byte chunk claiming 1 TiB aborts the process), its gzip decoder reads to the end before
+//! checking the size (a 2 MB chunk took 4.2 GB), blosc allocates what its header claims, and
+//! the sharding codec adds index offsets unchecked (a panic in debug builds). So:
+//! - [`bounded`] registers decoders for gzip, zlib, zstd, bz2 and blosc in place of zarrs' own
+//!   (runtime plugins take precedence, also inside shards) that stop at the declared size;
+//! - [`lz4`] adds numcodecs' LZ4, which zarrs lacks, bounded the same way;
+//! - [`shard_index`] checks a shard's index (checksum, bounds, overlap) before zarrs reads it.
+
+mod bounded;
+mod lz4;
+pub(crate) mod shard_index;
+
+use std::sync::Once;
+
+use zarrs::array::CodecOptions;
+
+/// Registers our codec plugins with zarrs, once per process, before any metadata is parsed.
+pub(crate) fn register() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        bounded::register();
+        lz4::register();
+    });
+}
+
+/// The options of every decode: one chunk is decoded on the calling thread (the scan's
+/// parallelism is its partitions), which also keeps the table's decode bound in force
+/// (see [`crate::limits::Limit::decode_within`]).
+pub(crate) fn decode_options() -> CodecOptions {
+    CodecOptions::default().with_concurrent_target(1)
+}

@@ -1,0 +1,133 @@
+//! `CREATE EXTERNAL TABLE … STORED AS ZARR` and the `read_zarr(…)` table function.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::catalog::{
+    Session, TableFunctionArgs, TableFunctionImpl, TableProvider, TableProviderFactory,
+};
+use datafusion::common::{Result as DFResult, ScalarValue, plan_err};
+use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::logical_expr::{CreateExternalTable, Expr};
+
+use crate::error::ZarrError;
+use crate::options::ZarrOptions;
+use crate::provider::ZarrTable;
+
+/// Creates [`ZarrTable`]s for `CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '…'
+/// OPTIONS ('path' 'a/b', 'string_type' 'utf8view', …)`.
+#[derive(Debug, Default)]
+pub struct ZarrTableFactory;
+
+#[async_trait]
+impl TableProviderFactory for ZarrTableFactory {
+    async fn create(
+        &self,
+        state: &dyn Session,
+        cmd: &CreateExternalTable,
+    ) -> DFResult<Arc<dyn TableProvider>> {
+        let mut pairs: Vec<(&String, &String)> = cmd.options.iter().collect();
+        pairs.sort();
+        let options = ZarrOptions::from_pairs(pairs)?;
+        let [location] = cmd.locations.as_slice() else {
+            return plan_err!(
+                "a Zarr table has exactly one LOCATION, got {}",
+                cmd.locations.len()
+            );
+        };
+        let table = ZarrTable::open(state.runtime_env(), location, options).await?;
+        if !cmd.schema.fields().is_empty() {
+            let declared: Vec<&str> = cmd
+                .schema
+                .fields()
+                .iter()
+                .map(|f| f.name().as_str())
+                .collect();
+            let actual: Vec<String> = table
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect();
+            if declared != actual.iter().map(String::as_str).collect::<Vec<_>>() {
+                return plan_err!(
+                    "the declared columns {declared:?} differ from the columns of {}: {actual:?}; leave the column list out to use the store's",
+                    table.model().display
+                );
+            }
+        }
+        Ok(Arc::new(table))
+    }
+}
+
+/// The table function `read_zarr('location' [, 'path' [, 'option', 'value', …]])`.
+#[derive(Debug, Default)]
+pub struct ReadZarrFunction;
+
+impl TableFunctionImpl for ReadZarrFunction {
+    fn call_with_args(&self, args: TableFunctionArgs) -> DFResult<Arc<dyn TableProvider>> {
+        let mut strings = Vec::new();
+        for (i, expr) in args.exprs().iter().enumerate() {
+            match expr {
+                Expr::Literal(ScalarValue::Utf8(Some(s)), _)
+                | Expr::Literal(ScalarValue::LargeUtf8(Some(s)), _)
+                | Expr::Literal(ScalarValue::Utf8View(Some(s)), _) => strings.push(s.clone()),
+                other => {
+                    return plan_err!(
+                        "read_zarr argument {} must be a string literal, got {other}; usage: read_zarr('location' [, 'path' [, 'option', 'value', ...]])",
+                        i + 1
+                    );
+                }
+            }
+        }
+        let Some((location, rest)) = strings.split_first() else {
+            return plan_err!("usage: read_zarr('location' [, 'path' [, 'option', 'value', ...]])");
+        };
+        let mut options = ZarrOptions::default();
+        let pairs = match rest.split_first() {
+            Some((path, pairs)) => {
+                options.path = path.clone();
+                pairs
+            }
+            None => &[],
+        };
+        if pairs.len() % 2 != 0 {
+            return plan_err!(
+                "read_zarr options come in 'option', 'value' pairs; '{}' has no value",
+                pairs[pairs.len() - 1]
+            );
+        }
+        for pair in pairs.chunks_exact(2) {
+            options.set(&pair[0], &pair[1])?;
+        }
+        let runtime = args.session().runtime_env().clone();
+        let table = open_blocking(runtime, location.clone(), options)?;
+        Ok(Arc::new(table))
+    }
+}
+
+/// DataFusion calls table functions synchronously, possibly from inside an async runtime
+/// (even a current-thread one), so the metadata is loaded on a separate thread with its own
+/// small runtime rather than by blocking the caller's runtime threads.
+fn open_blocking(
+    runtime: Arc<RuntimeEnv>,
+    location: String,
+    options: ZarrOptions,
+) -> Result<ZarrTable, ZarrError> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| ZarrError::internal(format!("starting a runtime: {e}")))?;
+                rt.block_on(ZarrTable::open(&runtime, &location, options))
+            })
+            .join()
+            .unwrap_or_else(|_| {
+                Err(ZarrError::internal(
+                    "loading metadata (the thread panicked)",
+                ))
+            })
+    })
+}

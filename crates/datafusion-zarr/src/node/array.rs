@@ -1,0 +1,160 @@
+//! An [`ArrayNode`] from parsed metadata: the zarrs array (metadata and codecs), the element
+//! kind (the Arrow mapping), and for sharded arrays the shard index layout and inner chunks.
+
+use std::sync::Arc;
+
+use arrow::datatypes::DataType as ArrowType;
+use serde_json::Value;
+use zarrs::array::data_type::{
+    BoolDataType, FixedLengthUTF32DataType, Float16DataType, Float32DataType, Float64DataType,
+    Int8DataType, Int16DataType, Int32DataType, Int64DataType, StringDataType, UInt8DataType,
+    UInt16DataType, UInt32DataType, UInt64DataType,
+};
+use zarrs::array::{ArrayCreateError, ArrayMetadata, ArrayMetadataV3};
+use zarrs::metadata_ext::chunk_grid::regular::RegularChunkGridConfiguration;
+use zarrs::metadata_ext::codec::sharding::ShardingCodecConfiguration;
+
+use super::{ArrayNode, ElementKind, InnerChunks, ZarrsArray, array_name, validate};
+use crate::codecs::shard_index::ShardIndexLayout;
+use crate::error::{Result, ZarrError};
+
+pub(super) fn finish(
+    display: String,
+    path: &str,
+    zarr_format: u8,
+    data_type_name: String,
+    dimension_names: Vec<Option<String>>,
+    meta: ArrayMetadata,
+    doc: Value,
+) -> Result<ArrayNode> {
+    let shape = match &meta {
+        ArrayMetadata::V3(m) => m.shape.clone(),
+        ArrayMetadata::V2(m) => m.shape.clone(),
+    };
+    // zarrs multiplies shapes unchecked: reject element counts that overflow first.
+    validate::element_count(&display, &shape)?;
+    // The shard layout, read from the parsed V3 metadata before zarrs takes it.
+    let sharding = match &meta {
+        ArrayMetadata::V3(m) => {
+            let shard_shape = regular_chunk_shape(m).unwrap_or_default();
+            ShardIndexLayout::from_metadata(&doc, &shard_shape).map(|layout| {
+                layout.map(|layout| {
+                    let inner = inner_chunks(m, &layout);
+                    (layout, inner)
+                })
+            })
+        }
+        ArrayMetadata::V2(_) => Ok(None),
+    };
+    let node_path = format!("/{path}");
+    let (array, kind) = match ZarrsArray::new_with_metadata(Arc::new(()), &node_path, meta) {
+        Ok(array) => {
+            let kind = element_kind(&array);
+            (kind.is_some().then(|| Arc::new(array)), kind)
+        }
+        // A data type zarrs does not know: the array is unsupported, which is an error only
+        // when it is used.
+        Err(ArrayCreateError::DataTypeCreateError(_)) => (None, None),
+        Err(e) => {
+            return Err(ZarrError::metadata(
+                &display,
+                format!("invalid array metadata: {e}"),
+            ));
+        }
+    };
+    // The shard layout matters (and its errors count) only for arrays that are read.
+    let sharding = match array {
+        Some(_) => sharding.map_err(|e| ZarrError::metadata(&display, e))?,
+        None => None,
+    };
+    let (shard_index, inner) = match sharding {
+        Some((layout, inner)) => (Some(layout), inner.map(Arc::new)),
+        None => (None, None),
+    };
+    Ok(ArrayNode {
+        display,
+        path: path.to_string(),
+        name: array_name(path),
+        zarr_format,
+        data_type_name,
+        kind,
+        array,
+        dimension_names,
+        shape,
+        metadata: doc,
+        shard_index,
+        inner,
+    })
+}
+
+/// The chunk (for a sharded array, shard) shape of a regular chunk grid.
+fn regular_chunk_shape(meta: &ArrayMetadataV3) -> Option<Vec<u64>> {
+    if meta.chunk_grid.name() != "regular" {
+        return None;
+    }
+    let config: RegularChunkGridConfiguration = meta.chunk_grid.to_typed_configuration().ok()?;
+    Some(config.chunk_shape.iter().map(|d| d.get()).collect())
+}
+
+fn element_kind(array: &ZarrsArray) -> Option<ElementKind> {
+    let dt = array.data_type();
+    if let Some(t) = dt.downcast_ref::<FixedLengthUTF32DataType>() {
+        return usize::try_from(t.length_bytes().get())
+            .ok()
+            .map(|length_bytes| ElementKind::Utf32 { length_bytes });
+    }
+    if dt.is::<StringDataType>() {
+        return Some(ElementKind::String);
+    }
+    let arrow = if dt.is::<BoolDataType>() {
+        ArrowType::Boolean
+    } else if dt.is::<Int8DataType>() {
+        ArrowType::Int8
+    } else if dt.is::<Int16DataType>() {
+        ArrowType::Int16
+    } else if dt.is::<Int32DataType>() {
+        ArrowType::Int32
+    } else if dt.is::<Int64DataType>() {
+        ArrowType::Int64
+    } else if dt.is::<UInt8DataType>() {
+        ArrowType::UInt8
+    } else if dt.is::<UInt16DataType>() {
+        ArrowType::UInt16
+    } else if dt.is::<UInt32DataType>() {
+        ArrowType::UInt32
+    } else if dt.is::<UInt64DataType>() {
+        ArrowType::UInt64
+    } else if dt.is::<Float16DataType>() {
+        ArrowType::Float16
+    } else if dt.is::<Float32DataType>() {
+        ArrowType::Float32
+    } else if dt.is::<Float64DataType>() {
+        ArrowType::Float64
+    } else {
+        return None;
+    };
+    Some(ElementKind::Primitive(arrow))
+}
+
+/// The inner chunk reader of an exclusively sharded V3 array with a regular grid, if it is one.
+fn inner_chunks(meta: &ArrayMetadataV3, layout: &ShardIndexLayout) -> Option<InnerChunks> {
+    let [sharding] = meta.codecs.as_slice() else {
+        return None;
+    };
+    let shard_shape = regular_chunk_shape(meta)?;
+    let Ok(ShardingCodecConfiguration::V1(config)) = sharding.to_typed_configuration() else {
+        return None;
+    };
+    let shape: Vec<u64> = config.chunk_shape.iter().map(|d| d.get()).collect();
+    if shape.len() != shard_shape.len() || shape.iter().zip(&shard_shape).any(|(i, s)| s % i != 0) {
+        return None;
+    }
+    let per_shard = shard_shape.iter().zip(&shape).map(|(s, i)| s / i).collect();
+    let codecs = zarrs::array::CodecChain::from_metadata(&config.codecs).ok()?;
+    Some(InnerChunks {
+        shape,
+        per_shard,
+        codecs: Arc::new(codecs),
+        layout: layout.clone(),
+    })
+}

@@ -1,0 +1,173 @@
+//! Opened metadata: the arrays and groups of a store, read the way zarr-python writes them
+//! (`zarr.json`, zarr-python's inline consolidated metadata, and Zarr V2's `.zarray`,
+//! `.zgroup`, `.zattrs` and `.zmetadata`).
+//!
+//! zarrs parses the metadata and builds the codec chain. What is ours, one room each:
+//! [`discover`] finds nodes and their children without listing chunks (the only I/O here);
+//! [`v3`] and [`v2`] turn one array's documents into zarrs metadata (the V2 `null` fill on
+//! `<U`, which zarrs rejects, included); [`validate`] holds the checks where the
+//! `fixed_length_utf32` specification and Zarr are stricter than zarr-python or zarrs;
+//! [`array`] builds the [`ArrayNode`]: the zarrs array, the element kind, the shard layout.
+
+mod array;
+mod discover;
+mod v2;
+mod v3;
+mod validate;
+
+use std::sync::Arc;
+
+use arrow::datatypes::DataType as ArrowType;
+use serde_json::{Map, Value};
+use zarrs::array::Array;
+
+use crate::codecs::shard_index::ShardIndexLayout;
+use crate::error::{Result, ZarrError};
+
+pub(crate) use discover::open_node;
+
+/// A zarrs array used for its metadata and codecs only: all I/O goes through [`ZarrStore`].
+pub type ZarrsArray = Array<()>;
+
+/// How the elements of an array are laid out and which Arrow type they become.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ElementKind {
+    /// `fixed_length_utf32` with `length_bytes` bytes per element.
+    Utf32 {
+        /// Bytes per element (a positive multiple of 4).
+        length_bytes: usize,
+    },
+    /// The variable-length `string` data type.
+    String,
+    /// A fixed-size numeric or boolean type, held in native byte order.
+    Primitive(ArrowType),
+}
+
+/// An array node.
+#[derive(Debug, Clone)]
+pub struct ArrayNode {
+    /// The store and path, as shown in errors (`file:///data/x.zarr/labels`).
+    pub display: String,
+    /// Path relative to the store root (`""` for the root).
+    pub path: String,
+    /// The last path segment, or `value` for an array at the store root.
+    pub name: String,
+    /// 2 or 3.
+    pub zarr_format: u8,
+    /// The data type as written in the metadata (V3 `data_type` JSON, V2 `dtype`).
+    pub data_type_name: String,
+    /// The element kind, or `None` when the data type has no Arrow mapping.
+    pub kind: Option<ElementKind>,
+    /// The zarrs array (metadata and codecs); `None` when unsupported.
+    pub array: Option<Arc<ZarrsArray>>,
+    /// One entry per dimension.
+    pub dimension_names: Vec<Option<String>>,
+    /// The array shape.
+    pub shape: Vec<u64>,
+    /// The node's metadata document(s) as JSON (V2: `.zarray` with `.zattrs` under `attributes`).
+    pub metadata: Value,
+    /// For sharded arrays, the layout of each shard's index (checked before decoding).
+    pub shard_index: Option<ShardIndexLayout>,
+    /// For arrays whose only codec is `sharding_indexed`: how to read single inner chunks.
+    pub inner: Option<Arc<InnerChunks>>,
+}
+
+/// How to read the inner chunks of a sharded array one at a time (byte ranges of a shard).
+#[derive(Debug)]
+pub struct InnerChunks {
+    /// The inner chunk shape.
+    pub shape: Vec<u64>,
+    /// Inner chunks per shard along each dimension.
+    pub per_shard: Vec<u64>,
+    /// The codecs of one inner chunk.
+    pub codecs: Arc<zarrs::array::CodecChain>,
+    /// The shard index layout.
+    pub layout: ShardIndexLayout,
+}
+
+impl ArrayNode {
+    /// The zarrs array, or the "unsupported data type" error.
+    pub fn zarrs(&self) -> Result<&Arc<ZarrsArray>> {
+        self.array
+            .as_ref()
+            .ok_or_else(|| ZarrError::UnsupportedDataType {
+                data_type: self.data_type_name.clone(),
+                array: self.display.clone(),
+            })
+    }
+
+    /// The element kind, or the "unsupported data type" error.
+    pub fn element_kind(&self) -> Result<&ElementKind> {
+        self.kind
+            .as_ref()
+            .ok_or_else(|| ZarrError::UnsupportedDataType {
+                data_type: self.data_type_name.clone(),
+                array: self.display.clone(),
+            })
+    }
+}
+
+/// A group node and its direct children.
+#[derive(Debug, Clone)]
+pub struct GroupNode {
+    /// The store and path, as shown in errors.
+    pub display: String,
+    /// Path relative to the store root.
+    pub path: String,
+    /// 2 or 3.
+    pub zarr_format: u8,
+    /// Group attributes.
+    pub attributes: Map<String, Value>,
+    /// Direct child arrays, sorted by name.
+    pub arrays: Vec<ArrayNode>,
+    /// Names of direct child groups, sorted.
+    pub groups: Vec<String>,
+    /// The group's metadata document.
+    pub metadata: Value,
+}
+
+/// An opened node.
+#[derive(Debug, Clone)]
+pub enum Node {
+    /// An array.
+    Array(ArrayNode),
+    /// A group.
+    Group(GroupNode),
+}
+
+pub(crate) fn display_in(location: &str, path: &str) -> String {
+    if path.is_empty() {
+        location.to_string()
+    } else {
+        format!("{location}/{path}")
+    }
+}
+
+/// Parses one array's metadata document (`zarr.json`, or `.zarray` for Zarr V2) without I/O:
+/// what `open_node` does for an array, for tools and fuzzing.
+pub(crate) fn parse_array(location: &str, path: &str, document: &[u8]) -> Result<ArrayNode> {
+    crate::codecs::register();
+    let display = display_in(location, path);
+    let doc = parse_json(document)
+        .map_err(|e| ZarrError::metadata(&display, format!("not valid JSON: {e}")))?;
+    match doc.get("zarr_format").and_then(Value::as_u64) {
+        Some(2) => v2::array(location, path, doc, None),
+        _ => {
+            validate::zarr_format(&display, &doc, 3)?;
+            v3::array(location, path, doc)
+        }
+    }
+}
+
+/// Parses JSON with serde_json's nesting limit (128), so deeply nested input is an error, not
+/// a stack overflow.
+fn parse_json(bytes: &[u8]) -> std::result::Result<Value, serde_json::Error> {
+    serde_json::from_slice(bytes)
+}
+
+fn array_name(path: &str) -> String {
+    match path.rsplit('/').next() {
+        Some(last) if !last.is_empty() => last.to_string(),
+        _ => "value".to_string(),
+    }
+}

@@ -1,0 +1,74 @@
+//! Zarr V2 arrays: `.zarray` (with `.zattrs` for xarray's dimension names) handed to zarrs.
+
+use serde_json::{Map, Value};
+use zarrs::array::{ArrayMetadata, ArrayMetadataV2};
+
+use super::{ArrayNode, array, display_in, validate};
+use crate::error::{Result, ZarrError};
+
+/// Builds a V2 array node from `.zarray` (and `.zattrs`).
+pub(super) fn array(
+    location: &str,
+    path: &str,
+    mut zarray: Value,
+    zattrs: Option<Value>,
+) -> Result<ArrayNode> {
+    let display = display_in(location, path);
+    validate::zarr_format(&display, &zarray, 2)?;
+    let dtype = zarray.get("dtype").cloned().unwrap_or(Value::Null);
+    let data_type_name = match &dtype {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let is_unicode = is_v2_unicode(&data_type_name);
+    // zarr-python 2 writes `null` for "no fill value"; on `<U` zarrs maps it to 0 and then
+    // rejects it. A missing fill reads as the empty string, as zarr-python reads it.
+    if is_unicode && zarray.get("fill_value").is_some_and(Value::is_null) {
+        zarray["fill_value"] = Value::String(String::new());
+    }
+    let attributes = zattrs.unwrap_or_else(|| Value::Object(Map::new()));
+    let shape_len = zarray
+        .get("shape")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let dimension_names: Vec<Option<String>> = match attributes
+        .get("_ARRAY_DIMENSIONS")
+        .and_then(Value::as_array)
+    {
+        Some(names) if names.len() == shape_len => names
+            .iter()
+            .map(|n| n.as_str().map(str::to_string))
+            .collect(),
+        Some(names) => {
+            return Err(ZarrError::metadata(
+                &display,
+                format!(
+                    "_ARRAY_DIMENSIONS has {} names for {shape_len} dimensions",
+                    names.len()
+                ),
+            ));
+        }
+        None => vec![None; shape_len],
+    };
+    let meta: ArrayMetadataV2 = serde_json::from_value(zarray.clone())
+        .map_err(|e| ZarrError::metadata(&display, format!("invalid .zarray: {e}")))?;
+    let mut doc = zarray;
+    doc["attributes"] = attributes;
+    array::finish(
+        display,
+        path,
+        2,
+        data_type_name,
+        dimension_names,
+        ArrayMetadata::V2(meta),
+        doc,
+    )
+}
+
+fn is_v2_unicode(dtype: &str) -> bool {
+    let b = dtype.as_bytes();
+    b.len() > 2
+        && (b[0] == b'<' || b[0] == b'>')
+        && b[1] == b'U'
+        && b[2..].iter().all(u8::is_ascii_digit)
+}

@@ -1,0 +1,146 @@
+//! Checks where Zarr and the `fixed_length_utf32` specification are stricter than
+//! zarr-python or zarrs: each names the node and the rule broken.
+
+use serde_json::Value;
+
+use crate::error::{Result, ZarrError};
+
+pub(super) fn zarr_format(display: &str, doc: &Value, expected: u64) -> Result<()> {
+    match doc.get("zarr_format").and_then(Value::as_u64) {
+        Some(v) if v == expected => Ok(()),
+        other => Err(ZarrError::metadata(
+            display,
+            format!(
+                "zarr_format is {}, expected {expected}",
+                other.map_or_else(
+                    || doc
+                        .get("zarr_format")
+                        .map_or("missing".into(), Value::to_string),
+                    |v| v.to_string()
+                )
+            ),
+        )),
+    }
+}
+
+/// Checks where the `fixed_length_utf32` specification is stricter than zarr-python.
+pub(super) fn fixed_length_utf32_v3(display: &str, doc: &Value) -> Result<()> {
+    let rule = |m: String| {
+        ZarrError::metadata(
+            display,
+            format!("{m} (fixed_length_utf32 specification; zarr-python is looser here)"),
+        )
+    };
+    let config = doc
+        .get("data_type")
+        .and_then(|d| d.get("configuration"))
+        .and_then(Value::as_object)
+        .ok_or_else(|| rule("data_type needs a configuration with length_bytes".into()))?;
+    let length_bytes = match config.get("length_bytes") {
+        Some(Value::Number(n)) => n.as_u64().filter(|v| *v > 0 && v % 4 == 0),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        rule(format!(
+            "length_bytes must be a positive multiple of 4, got {}",
+            config
+                .get("length_bytes")
+                .map_or("nothing".to_string(), Value::to_string)
+        ))
+    })?;
+    if let Some(extra) = config.keys().find(|k| k.as_str() != "length_bytes") {
+        return Err(rule(format!(
+            "unknown key '{extra}' in the data_type configuration"
+        )));
+    }
+    match doc.get("fill_value") {
+        Some(Value::String(s)) => {
+            let n = s.chars().count() as u64;
+            if n > length_bytes / 4 {
+                return Err(rule(format!(
+                    "fill_value has {n} code points, more than length_bytes / 4 = {}",
+                    length_bytes / 4
+                )));
+            }
+        }
+        other => {
+            return Err(rule(format!(
+                "fill_value must be a JSON string, got {}",
+                other.map_or("nothing".to_string(), Value::to_string)
+            )));
+        }
+    }
+    let codecs = doc.get("codecs").and_then(Value::as_array);
+    for codec in codecs.into_iter().flatten() {
+        let name = codec.get("name").and_then(Value::as_str).unwrap_or("");
+        if name.starts_with("vlen") {
+            return Err(rule(format!(
+                "codec '{name}' is variable-length and not compatible with this data type"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Zarr V3: an unknown top-level key must be an object with `"must_understand": false`.
+pub(super) fn top_level_keys(display: &str, doc: &Value) -> Result<()> {
+    const KNOWN: &[&str] = &[
+        "zarr_format",
+        "node_type",
+        "shape",
+        "data_type",
+        "chunk_grid",
+        "chunk_key_encoding",
+        "fill_value",
+        "codecs",
+        "attributes",
+        "storage_transformers",
+        "dimension_names",
+    ];
+    for (key, value) in doc.as_object().into_iter().flatten() {
+        let optional = value.get("must_understand") == Some(&Value::Bool(false));
+        if !KNOWN.contains(&key.as_str()) && !optional {
+            return Err(ZarrError::metadata(
+                display,
+                format!(
+                    "unknown key '{key}' in array metadata is not marked \"must_understand\": false"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `bytes` codec must say its byte order for multi-byte elements (zarrs does not check).
+pub(super) fn bytes_endian(display: &str, codecs: Option<&Value>) -> Result<()> {
+    for codec in codecs.and_then(Value::as_array).into_iter().flatten() {
+        match codec.get("name").and_then(Value::as_str) {
+            Some("bytes") if codec.pointer("/configuration/endian").is_none() => {
+                return Err(ZarrError::metadata(
+                    display,
+                    "the bytes codec has no endian, which multi-byte data types require",
+                ));
+            }
+            Some("sharding_indexed") => {
+                bytes_endian(display, codec.pointer("/configuration/codecs"))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The element count of `shape` must fit in `u64` (zarrs multiplies shapes unchecked).
+pub(super) fn element_count(display: &str, shape: &[u64]) -> Result<()> {
+    if shape
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .is_none()
+    {
+        return Err(ZarrError::metadata(
+            display,
+            format!("shape {shape:?} has more elements than fit in u64"),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,188 @@
+//! Grid geometry: the grid a scan reads an array by (its chunks, or for a sharded array the
+//! inner chunks of its shards, so that pruning and reads work at the finest granularity the
+//! store allows), and the table's work units, the cells of its grid array's read grid
+//! numbered in C order.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::error::{Result, ZarrError};
+use crate::node::ArrayNode;
+use crate::table::TableModel;
+
+/// A table's work units: the read grid of its grid array, with its shape computed once.
+#[derive(Debug, Clone)]
+pub(crate) struct UnitGrid {
+    array: Arc<ArrayNode>,
+    shape: Vec<u64>,
+    count: u64,
+}
+
+impl UnitGrid {
+    /// The work units of `model`.
+    pub(crate) fn of(model: &TableModel) -> Result<Self> {
+        let array = model.grid.clone();
+        let shape = ReadGrid::of(&array).grid_shape()?;
+        let count = shape
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| ZarrError::metadata(&model.display, "chunk count overflows u64"))?;
+        Ok(Self {
+            array,
+            shape,
+            count,
+        })
+    }
+
+    /// Units along each dimension.
+    pub(crate) fn shape(&self) -> &[u64] {
+        &self.shape
+    }
+
+    /// Number of units.
+    pub(crate) fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Origin and extent (cut to the array's bounds) of unit `id`.
+    pub(crate) fn bounds(&self, id: u64) -> Result<(Vec<u64>, Vec<u64>)> {
+        ReadGrid::of(&self.array).bounded(&unravel(id, &self.shape))
+    }
+
+    /// Rows (elements) of unit `id`.
+    pub(crate) fn rows(&self, id: u64) -> Result<u64> {
+        let (_, extent) = self.bounds(id)?;
+        extent
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| ZarrError::metadata(&self.array.display, "a chunk has too many rows"))
+    }
+}
+
+/// Linear chunk id → grid indices (C order).
+pub(crate) fn unravel(mut id: u64, grid_shape: &[u64]) -> Vec<u64> {
+    let mut indices = vec![0u64; grid_shape.len()];
+    for d in (0..grid_shape.len()).rev() {
+        let n = grid_shape[d].max(1);
+        indices[d] = id % n;
+        id /= n;
+    }
+    indices
+}
+
+/// An array's read grid.
+#[derive(Debug, Clone)]
+pub(crate) enum ReadGrid<'a> {
+    /// The array's own chunk grid, via zarrs.
+    Chunks(&'a ArrayNode),
+    /// A regular grid of inner chunks (sharded arrays).
+    Regular {
+        /// The array shape.
+        shape: &'a [u64],
+        /// The inner chunk shape.
+        chunk: &'a [u64],
+    },
+}
+
+impl<'a> ReadGrid<'a> {
+    /// The grid `node` is read by.
+    pub(crate) fn of(node: &'a ArrayNode) -> Self {
+        match &node.inner {
+            Some(inner) => ReadGrid::Regular {
+                shape: &node.shape,
+                chunk: &inner.shape,
+            },
+            None => ReadGrid::Chunks(node),
+        }
+    }
+
+    /// Chunks along each dimension.
+    pub(crate) fn grid_shape(&self) -> Result<Vec<u64>> {
+        match self {
+            ReadGrid::Chunks(node) => Ok(node.zarrs()?.chunk_grid_shape().to_vec()),
+            ReadGrid::Regular { shape, chunk } => Ok(shape
+                .iter()
+                .zip(chunk.iter())
+                .map(|(s, c)| s.div_ceil(*c))
+                .collect()),
+        }
+    }
+
+    /// Origin and shape of the chunk at `indices`, cut to the array's bounds.
+    pub(crate) fn bounded(&self, indices: &[u64]) -> Result<(Vec<u64>, Vec<u64>)> {
+        match self {
+            ReadGrid::Chunks(node) => {
+                let subset = node
+                    .zarrs()?
+                    .chunk_subset_bounded(indices)
+                    .map_err(|e| ZarrError::metadata(&node.display, e.to_string()))?;
+                Ok((subset.start().to_vec(), subset.shape().to_vec()))
+            }
+            ReadGrid::Regular { shape, chunk } => {
+                let origin: Vec<u64> = indices
+                    .iter()
+                    .zip(chunk.iter())
+                    .map(|(i, c)| i * c)
+                    .collect();
+                let extent = origin
+                    .iter()
+                    .zip(chunk.iter().zip(shape.iter()))
+                    .map(|(o, (c, s))| (*c).min(s.saturating_sub(*o)))
+                    .collect();
+                Ok((origin, extent))
+            }
+        }
+    }
+
+    /// Indices of the chunks that intersect `region`, in C order.
+    pub(crate) fn intersecting(&self, region: &[Range<u64>]) -> Result<Vec<Vec<u64>>> {
+        let ranges: Vec<Range<u64>> = match self {
+            ReadGrid::Chunks(node) => {
+                let subset = zarrs::array::ArraySubset::new_with_ranges(region);
+                let chunks = node
+                    .zarrs()?
+                    .chunks_in_array_subset(&subset)
+                    .map_err(|e| ZarrError::metadata(&node.display, e.to_string()))?
+                    .ok_or_else(|| {
+                        ZarrError::metadata(
+                            &node.display,
+                            format!("region {region:?} is outside the chunk grid"),
+                        )
+                    })?;
+                chunks.to_ranges()
+            }
+            ReadGrid::Regular { chunk, .. } => region
+                .iter()
+                .zip(chunk.iter())
+                .map(|(r, c)| {
+                    if r.start >= r.end {
+                        r.start / c..r.start / c
+                    } else {
+                        r.start / c..(r.end - 1) / c + 1
+                    }
+                })
+                .collect(),
+        };
+        // The odometer over the ranges.
+        let mut out = Vec::new();
+        if ranges.iter().any(|r| r.start >= r.end) {
+            return Ok(out);
+        }
+        let mut pos: Vec<u64> = ranges.iter().map(|r| r.start).collect();
+        loop {
+            out.push(pos.clone());
+            let mut d = pos.len();
+            loop {
+                if d == 0 {
+                    return Ok(out);
+                }
+                d -= 1;
+                pos[d] += 1;
+                if pos[d] < ranges[d].end {
+                    break;
+                }
+                pos[d] = ranges[d].start;
+            }
+        }
+    }
+}

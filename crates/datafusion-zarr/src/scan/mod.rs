@@ -1,0 +1,469 @@
+//! The scan: [`ZarrScanExec`] divides the table's work units (the chunks of its grid array)
+//! into partitions (plain ranges of unit ids) and streams each one.
+//!
+//! Its rooms: [`filter`] (the filters, physical once), [`pruning`] (filters → units before
+//! the scan), [`dynamic`] (DataFusion's runtime filters → units during it), [`raw_filter`]
+//! (string predicates on UTF-32), [`grid`] (geometry), [`read`] (fetch and decode),
+//! [`convert`] (elements → Arrow), [`stream`] (one partition's batches).
+
+mod convert;
+mod dynamic;
+mod filter;
+mod grid;
+mod pruning;
+mod raw_filter;
+mod read;
+mod stream;
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::stats::Precision;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{Result as DFResult, Statistics};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalSortExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::filter_pushdown::{
+    ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
+};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PhysicalExpr, PlanProperties,
+    StatisticsArgs,
+};
+
+pub(crate) use filter::ScanFilter;
+pub(crate) use grid::{UnitGrid, unravel};
+pub(crate) use pruning::{ChunkSelection, select_chunks};
+pub(crate) use raw_filter::RawFilter;
+pub(crate) use read::{Elements, decode_chunk, read_chunk};
+
+use crate::error::{Result, ZarrError};
+use crate::progress::ScanProgress;
+use crate::table::{ColumnSource, TableModel};
+use stream::{PartitionScan, ScanMetrics, ScanSpec};
+
+/// The physical plan node that scans a [`crate::ZarrTable`]: its partitions are runs of the
+/// table's work units, read in parallel. EXPLAIN shows the units planned, the string filters
+/// evaluated on UTF-32 (`utf32_filters`), the pruning predicate and the units it pruned, and
+/// DataFusion's dynamic filters; EXPLAIN ANALYZE adds the counts of chunks and bytes read.
+#[derive(Debug)]
+pub struct ZarrScanExec {
+    model: Arc<TableModel>,
+    units: Arc<UnitGrid>,
+    projection: Vec<usize>,
+    schema: SchemaRef,
+    /// Chunk ids (C order over the grid array's chunk grid) of each output partition, as runs.
+    partitions: Vec<Vec<Range<u64>>>,
+    /// The chunks left after pruning.
+    selection: Arc<ChunkSelection>,
+    /// String predicates evaluated on UTF-32 code units before transcoding.
+    raw_filters: Arc<Vec<RawFilter>>,
+    /// Filters DataFusion updates while the query runs (TopK thresholds, hash join bounds),
+    /// checked before each work unit is read.
+    dynamic_filters: Vec<Arc<dyn PhysicalExpr>>,
+    /// Rows of each partition.
+    partition_rows: Vec<u64>,
+    limit: Option<usize>,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+    progress: Option<Arc<dyn ScanProgress>>,
+}
+
+impl ZarrScanExec {
+    /// Plans a scan of `projection` (column indices of the model) over the `units` left by
+    /// `selection`, in at most `target_partitions` partitions, reading no more units than
+    /// `limit` rows need.
+    pub(crate) fn try_new(
+        model: Arc<TableModel>,
+        units: UnitGrid,
+        projection: Vec<usize>,
+        target_partitions: usize,
+        limit: Option<usize>,
+        selection: ChunkSelection,
+    ) -> Result<Self> {
+        let schema = Arc::new(model.schema.project(&projection).map_err(|e| {
+            ZarrError::internal(format!("projecting the columns {projection:?}: {e}"))
+        })?);
+        let chunk_rows = |id: u64| units.rows(id);
+        let ids = &selection.ids;
+        // With a limit (and so no filter), only the leading chunks that hold `limit` rows are
+        // read, in one partition, so `LIMIT n` fetches as few chunks as it can.
+        let groups: Vec<&[u64]> = if let Some(limit) = limit {
+            let mut rows = 0u64;
+            let mut end = 0usize;
+            while end < ids.len() && rows < limit as u64 {
+                rows += chunk_rows(ids[end])?;
+                end += 1;
+            }
+            vec![&ids[..end]]
+        } else {
+            let n = target_partitions.max(1).min(ids.len().max(1));
+            (0..n)
+                .map(|p| &ids[ids.len() * p / n..ids.len() * (p + 1) / n])
+                .collect()
+        };
+        let mut partitions = Vec::with_capacity(groups.len());
+        let mut partition_rows = Vec::with_capacity(groups.len());
+        for group in groups {
+            let mut rows = 0u64;
+            for &id in group {
+                rows += chunk_rows(id)?;
+            }
+            partition_rows.push(limit.map_or(rows, |l| rows.min(l as u64)));
+            partitions.push(runs(group));
+        }
+        // Each partition is sorted by the leading index columns it outputs (see `row_order`).
+        let mut equivalences = EquivalenceProperties::new(schema.clone());
+        let ordering: Vec<PhysicalSortExpr> = row_order(&model, &units)
+            .iter()
+            .map_while(|name| {
+                let i = schema.index_of(name).ok()?;
+                Some(PhysicalSortExpr::new_default(Arc::new(Column::new(
+                    name, i,
+                ))))
+            })
+            .collect();
+        if !ordering.is_empty() {
+            equivalences.add_ordering(ordering);
+        }
+        let properties = PlanProperties::new(
+            equivalences,
+            Partitioning::UnknownPartitioning(partitions.len()),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        Ok(Self {
+            model,
+            units: Arc::new(units),
+            projection,
+            schema,
+            partitions,
+            partition_rows,
+            selection: Arc::new(selection),
+            raw_filters: Arc::new(Vec::new()),
+            dynamic_filters: Vec::new(),
+            limit,
+            properties: Arc::new(properties),
+            metrics: ExecutionPlanMetricsSet::new(),
+            progress: None,
+        })
+    }
+
+    /// Evaluates `filters` on the UTF-32 code units (only those on projected columns apply).
+    pub(crate) fn with_raw_filters(mut self, filters: Vec<RawFilter>) -> Self {
+        let filters = filters
+            .into_iter()
+            .filter(|f| self.projection.contains(&f.column))
+            .collect();
+        self.raw_filters = Arc::new(filters);
+        self
+    }
+
+    /// Reports progress to `progress` (its totals grow by this scan's rows and chunks).
+    pub(crate) fn with_progress(mut self, progress: Option<Arc<dyn ScanProgress>>) -> Self {
+        if let Some(p) = &progress {
+            p.planned(self.partition_rows.iter().sum(), self.planned_chunks());
+        }
+        self.progress = progress;
+        self
+    }
+
+    /// Number of work units (chunks of the grid array) this scan may read.
+    pub fn planned_chunks(&self) -> u64 {
+        self.partitions
+            .iter()
+            .flatten()
+            .map(|r| r.end - r.start)
+            .sum()
+    }
+}
+
+/// The index columns (in dimension order) by which every partition of a scan is sorted, or
+/// none. Work units are read in increasing chunk id and their rows in C order, so rows are in
+/// lexicographic index order exactly when the read grid has one chunk along every dimension
+/// but the first: always for 1-D arrays, and for N-D arrays chunked by rows only.
+pub(crate) fn row_order(model: &TableModel, units: &UnitGrid) -> Vec<String> {
+    let ndim = model.shape.len();
+    let grid_shape = units.shape();
+    if ndim == 0 || grid_shape.len() != ndim || grid_shape[1..].iter().any(|&n| n > 1) {
+        return Vec::new();
+    }
+    (0..ndim)
+        .map_while(|d| {
+            model.columns.iter().find_map(|c| match c.source {
+                ColumnSource::Index { dim } if dim == d => Some(c.name.clone()),
+                _ => None,
+            })
+        })
+        .collect()
+}
+
+/// Consecutive ids as ranges.
+fn runs(ids: &[u64]) -> Vec<Range<u64>> {
+    let mut out: Vec<Range<u64>> = Vec::new();
+    for &id in ids {
+        match out.last_mut() {
+            Some(r) if r.end == id => r.end += 1,
+            _ => out.push(id..id + 1),
+        }
+    }
+    out
+}
+
+impl DisplayAs for ZarrScanExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let names: Vec<&str> = self
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
+        match t {
+            DisplayFormatType::Default | DisplayFormatType::Verbose => {
+                write!(
+                    f,
+                    "ZarrScanExec: node={}, projection=[{}], chunks={}",
+                    self.model.display,
+                    names.join(", "),
+                    self.planned_chunks()
+                )?;
+                if !self.raw_filters.is_empty() {
+                    let shown: Vec<String> =
+                        self.raw_filters.iter().map(|r| r.to_string()).collect();
+                    write!(f, ", utf32_filters=[{}]", shown.join(", "))?;
+                }
+                if let Some(p) = &self.selection.predicate {
+                    write!(
+                        f,
+                        ", pruning_predicate={p}, chunks_pruned={}",
+                        self.selection.total - self.selection.ids.len() as u64
+                    )?;
+                }
+                if !self.dynamic_filters.is_empty() {
+                    let shown: Vec<String> =
+                        self.dynamic_filters.iter().map(|d| d.to_string()).collect();
+                    write!(f, ", dynamic_filters=[{}]", shown.join(", "))?;
+                }
+                if let Some(limit) = self.limit {
+                    write!(f, ", limit={limit}")?;
+                }
+                Ok(())
+            }
+            DisplayFormatType::TreeRender => {
+                writeln!(f, "node={}", self.model.display)?;
+                writeln!(f, "chunks={}", self.planned_chunks())?;
+                if !self.raw_filters.is_empty() {
+                    let shown: Vec<String> =
+                        self.raw_filters.iter().map(|r| r.to_string()).collect();
+                    writeln!(f, "utf32_filters=[{}]", shown.join(", "))?;
+                }
+                if let Some(p) = &self.selection.predicate {
+                    writeln!(f, "pruning_predicate={p}")?;
+                    writeln!(
+                        f,
+                        "chunks_pruned={}",
+                        self.selection.total - self.selection.ids.len() as u64
+                    )?;
+                }
+                if !self.dynamic_filters.is_empty() {
+                    let shown: Vec<String> =
+                        self.dynamic_filters.iter().map(|d| d.to_string()).collect();
+                    writeln!(f, "dynamic_filters=[{}]", shown.join(", "))?;
+                }
+                if let Some(limit) = self.limit {
+                    writeln!(f, "limit={limit}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl ExecutionPlan for ZarrScanExec {
+    fn name(&self) -> &str {
+        "ZarrScanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    /// The dynamic filters: a hash join computes its filter only if the probe side shows it.
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DFResult<TreeNodeRecursion>,
+    ) -> DFResult<TreeNodeRecursion> {
+        for filter in &self.dynamic_filters {
+            if f(filter)? == TreeNodeRecursion::Stop {
+                return Ok(TreeNodeRecursion::Stop);
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        _children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> DFResult<SendableRecordBatchStream> {
+        let units = self.partitions.get(partition).cloned().ok_or_else(|| {
+            datafusion::error::DataFusionError::Internal(format!(
+                "ZarrScanExec has no partition {partition}"
+            ))
+        })?;
+        let metrics = ScanMetrics {
+            chunks_read: MetricBuilder::new(&self.metrics).counter("chunks_read", partition),
+            chunks_missing: MetricBuilder::new(&self.metrics).counter("chunks_missing", partition),
+            bytes_read: MetricBuilder::new(&self.metrics).counter("bytes_read", partition),
+            inner_chunks_read: MetricBuilder::new(&self.metrics)
+                .counter("inner_chunks_read", partition),
+            rows_decoded: MetricBuilder::new(&self.metrics).counter("rows_decoded", partition),
+            rows_transcoded: MetricBuilder::new(&self.metrics)
+                .counter("rows_transcoded", partition),
+            chunks_pruned: MetricBuilder::new(&self.metrics).counter("chunks_pruned", partition),
+            progress: self.progress.clone(),
+        };
+        if partition == 0 {
+            let planned = self.selection.total - self.selection.ids.len() as u64;
+            metrics.chunks_pruned.add(planned as usize);
+        }
+        let spec = ScanSpec {
+            model: self.model.clone(),
+            units: self.units.clone(),
+            projection: self.projection.clone(),
+            schema: self.schema.clone(),
+            raw_filters: self.raw_filters.clone(),
+            limit: self.limit,
+            dynamic_filters: self.dynamic_filters.clone(),
+        };
+        let scan = PartitionScan::new(spec, units, context.session_config().batch_size(), metrics);
+        let stream = futures::stream::try_unfold(scan, |mut scan| async move {
+            match scan.next_batch().await {
+                Ok(Some(batch)) => Ok(Some((batch, scan))),
+                Ok(None) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.schema.clone(),
+            stream,
+        )))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn statistics_from_inputs(
+        &self,
+        _input_stats: &[Arc<Statistics>],
+        args: &StatisticsArgs,
+    ) -> DFResult<Arc<Statistics>> {
+        let rows = match args.partition() {
+            Some(p) => self.partition_rows.get(p).copied().unwrap_or(0),
+            None => self.partition_rows.iter().sum(),
+        };
+        let rows = usize::try_from(rows).map_or(Precision::Absent, Precision::Exact);
+        Ok(Arc::new(
+            Statistics::new_unknown(&self.schema).with_num_rows(rows),
+        ))
+    }
+
+    fn fetch(&self) -> Option<usize> {
+        self.limit
+    }
+
+    /// DataFusion's physical filter pushdown offers the scan the conjuncts of the `FilterExec`
+    /// above it (the leaf-node counterpart of `FileSource::try_pushdown_filters`). The scan
+    /// claims, as `PushedDown::Yes`, the string predicates it evaluates exactly on UTF-32 code
+    /// units (adding any the logical pushdown did not pass), so DataFusion drops them from the
+    /// `FilterExec`; dimension filters only prune chunks and stay `No`, as does everything else.
+    fn handle_child_pushdown_result(
+        &self,
+        phase: FilterPushdownPhase,
+        child_pushdown_result: ChildPushdownResult,
+        _config: &ConfigOptions,
+    ) -> DFResult<FilterPushdownPropagation<Arc<dyn ExecutionPlan>>> {
+        let parents = child_pushdown_result.parent_filters;
+        let unclaimed = vec![PushedDown::No; parents.len()];
+        if !self.model.options.pushdown || parents.is_empty() {
+            return Ok(FilterPushdownPropagation::with_parent_pushdown_result(
+                unclaimed,
+            ));
+        }
+        if phase == FilterPushdownPhase::Post {
+            // Dynamic filters (and any other late ones) only prune: DataFusion keeps applying
+            // them, so none is claimed.
+            let mut node = self.with_filters(self.raw_filters.as_ref().clone());
+            node.dynamic_filters
+                .extend(parents.iter().map(|p| Arc::clone(&p.filter)));
+            return Ok(
+                FilterPushdownPropagation::with_parent_pushdown_result(unclaimed)
+                    .with_updated_node(Arc::new(node) as Arc<dyn ExecutionPlan>),
+            );
+        }
+        let mut raw: Vec<RawFilter> = self.raw_filters.as_ref().clone();
+        let mut answers = Vec::with_capacity(parents.len());
+        for parent in &parents {
+            let filter = ScanFilter::from_physical(Arc::clone(&parent.filter));
+            let claimed = RawFilter::parse(&self.model, &filter)
+                .filter(|r| self.projection.contains(&r.column));
+            answers.push(match claimed {
+                Some(r) => {
+                    if !raw.iter().any(|x| x.same_as(&r)) {
+                        raw.push(r);
+                    }
+                    PushedDown::Yes
+                }
+                None => PushedDown::No,
+            });
+        }
+        let result = FilterPushdownPropagation::with_parent_pushdown_result(answers);
+        if raw.len() == self.raw_filters.len()
+            && !result.filters.iter().any(|p| matches!(p, PushedDown::Yes))
+        {
+            return Ok(result);
+        }
+        let node = self.with_filters(raw);
+        Ok(result.with_updated_node(Arc::new(node) as Arc<dyn ExecutionPlan>))
+    }
+}
+
+impl ZarrScanExec {
+    /// A copy of this plan with `raw_filters` (and fresh metrics).
+    fn with_filters(&self, raw_filters: Vec<RawFilter>) -> Self {
+        ZarrScanExec {
+            model: self.model.clone(),
+            units: self.units.clone(),
+            projection: self.projection.clone(),
+            schema: self.schema.clone(),
+            partitions: self.partitions.clone(),
+            selection: self.selection.clone(),
+            raw_filters: Arc::new(raw_filters),
+            dynamic_filters: self.dynamic_filters.clone(),
+            partition_rows: self.partition_rows.clone(),
+            limit: self.limit,
+            properties: self.properties.clone(),
+            metrics: ExecutionPlanMetricsSet::new(),
+            progress: self.progress.clone(),
+        }
+    }
+}

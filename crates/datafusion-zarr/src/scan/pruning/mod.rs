@@ -1,0 +1,106 @@
+//! Predicates → chunks: which work units of the table can hold a matching row.
+//!
+//! - Index columns ([`index`]): DataFusion's `PruningPredicate` over per-unit statistics (each
+//!   unit's first and last index along every dimension), so `=`, `<`, `BETWEEN`, `IN`, `AND`,
+//!   `OR` and the rest work as they do for Parquet row groups.
+//! - Coordinate columns ([`coordinate`]): the conjuncts on one coordinate are answered on the
+//!   coordinate's values (a 1-D array): by binary search when the coordinate is monotonic
+//!   ([`monotonic`]), else by evaluating the expression on every value. A unit is kept only if
+//!   its range along that dimension holds a matching value.
+//!
+//! Pruning is inexact: DataFusion still filters the rows of the units that are read.
+
+mod coordinate;
+mod index;
+mod monotonic;
+
+use datafusion::logical_expr::utils::conjunction;
+
+pub(crate) use index::GridStats;
+
+use crate::error::{Result, ZarrError};
+use crate::scan::filter::ScanFilter;
+use crate::scan::grid::UnitGrid;
+use crate::table::TableModel;
+
+/// The work units a scan reads after pruning.
+#[derive(Debug, Clone)]
+pub(crate) struct ChunkSelection {
+    /// Unit ids (C order over the grid array's read grid) that may hold matching rows.
+    pub(crate) ids: Vec<u64>,
+    /// Units in the grid.
+    pub(crate) total: u64,
+    /// The predicate used, for EXPLAIN.
+    pub(crate) predicate: Option<String>,
+}
+
+/// Each unit's index range along each dimension: `starts[d][u]..ends[d][u]`.
+pub(crate) struct UnitRanges {
+    starts: Vec<Vec<u64>>,
+    ends: Vec<Vec<u64>>,
+}
+
+impl UnitRanges {
+    fn of(units: &UnitGrid, containers: usize) -> Result<Self> {
+        let ndim = units.shape().len();
+        let mut starts = vec![Vec::with_capacity(containers); ndim];
+        let mut ends = vec![Vec::with_capacity(containers); ndim];
+        for id in 0..units.count() {
+            let (origin, extent) = units.bounds(id)?;
+            for d in 0..ndim {
+                starts[d].push(origin[d]);
+                ends[d].push(origin[d] + extent[d]);
+            }
+        }
+        Ok(Self { starts, ends })
+    }
+}
+
+/// Selects the units that the dimension filters among `filters` leave.
+pub(crate) async fn select_chunks(
+    model: &TableModel,
+    units: &UnitGrid,
+    filters: &[ScanFilter],
+) -> Result<ChunkSelection> {
+    let total = units.count();
+    let usable: Vec<&ScanFilter> = filters
+        .iter()
+        .filter(|f| f.is_dimension_filter(model))
+        .collect();
+    if usable.is_empty() {
+        return Ok(ChunkSelection {
+            ids: (0..total).collect(),
+            total,
+            predicate: None,
+        });
+    }
+    let containers = usize::try_from(total)
+        .map_err(|_| ZarrError::metadata(&model.display, "too many chunks to prune"))?;
+    let ranges = UnitRanges::of(units, containers)?;
+    let mut keep = index::prune(model, &ranges, &usable, containers)?;
+    coordinate::prune(model, &ranges, &usable, &mut keep).await?;
+    let ids = (0..total).filter(|&id| keep[id as usize]).collect();
+    Ok(ChunkSelection {
+        ids,
+        total,
+        predicate: Some(display(&usable)),
+    })
+}
+
+/// How EXPLAIN shows the pruning predicate: the conjunction of the filters, logically written
+/// where they came from the logical plan.
+fn display(filters: &[&ScanFilter]) -> String {
+    match filters
+        .iter()
+        .map(|f| f.logical.clone())
+        .collect::<Option<Vec<_>>>()
+        .and_then(conjunction)
+    {
+        Some(logical) => logical.to_string(),
+        None => filters
+            .iter()
+            .map(|f| f.display())
+            .collect::<Vec<_>>()
+            .join(" AND "),
+    }
+}

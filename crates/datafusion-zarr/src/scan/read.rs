@@ -1,0 +1,621 @@
+//! Fetching and decoding chunks, and assembling the elements of a region (a box of the array)
+//! from the chunks that intersect it.
+//!
+//! zarrs decodes; we fetch through the object store (so remote stores and I/O counting work the
+//! same way) and copy rows of elements between chunk and region layouts.
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+use std::num::NonZeroU64;
+use std::ops::Range;
+use std::sync::Arc;
+
+use object_store::GetRange;
+use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits, CodecChain};
+
+use crate::codecs::decode_options;
+use crate::error::{Result, ZarrError};
+use crate::limits::{Limit, Limits};
+use crate::node::ArrayNode;
+use crate::scan::grid::ReadGrid;
+use crate::store::ZarrStore;
+
+/// Decoded elements in C order.
+#[derive(Debug, Clone)]
+pub(crate) enum Elements {
+    /// Fixed-size elements: `size` bytes each, native byte order.
+    Fixed {
+        /// The bytes.
+        bytes: Vec<u8>,
+        /// Bytes per element.
+        size: usize,
+    },
+    /// Variable-length elements (`string`): element `i` is `bytes[offsets[i]..offsets[i + 1]]`.
+    Variable {
+        /// The concatenated bytes.
+        bytes: Vec<u8>,
+        /// `len + 1` offsets.
+        offsets: Vec<usize>,
+    },
+}
+
+impl Elements {
+    /// Number of elements.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Elements::Fixed { bytes, size } => bytes.len() / (*size).max(1),
+            Elements::Variable { offsets, .. } => offsets.len().saturating_sub(1),
+        }
+    }
+
+    /// The elements at `rows`, in that order.
+    pub(crate) fn gather(&self, rows: &[usize]) -> Elements {
+        match self {
+            Elements::Fixed { bytes, size } => {
+                let mut out = Vec::with_capacity(rows.len() * size);
+                for &r in rows {
+                    out.extend_from_slice(&bytes[r * size..(r + 1) * size]);
+                }
+                Elements::Fixed {
+                    bytes: out,
+                    size: *size,
+                }
+            }
+            Elements::Variable { bytes, offsets } => {
+                let mut out = Vec::new();
+                let mut out_offsets = Vec::with_capacity(rows.len() + 1);
+                out_offsets.push(0);
+                for &r in rows {
+                    out.extend_from_slice(&bytes[offsets[r]..offsets[r + 1]]);
+                    out_offsets.push(out.len());
+                }
+                Elements::Variable {
+                    bytes: out,
+                    offsets: out_offsets,
+                }
+            }
+        }
+    }
+}
+
+/// One decoded chunk.
+#[derive(Debug)]
+pub(crate) struct Chunk {
+    /// Grid indices of the chunk.
+    pub indices: Vec<u64>,
+    /// Origin of the chunk in the array.
+    pub origin: Vec<u64>,
+    /// The chunk's full shape (edge chunks extend past the array).
+    pub shape: Vec<u64>,
+    /// The elements, C order over `shape`.
+    pub elements: Elements,
+    /// Whether the chunk object was absent (all elements are the fill value).
+    pub missing: bool,
+    /// Encoded bytes fetched.
+    pub bytes_read: u64,
+}
+
+/// Counters of the work done while reading.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct ReadCounts {
+    /// Chunk objects fetched and decoded.
+    pub chunks_read: usize,
+    /// Chunk objects that were absent.
+    pub chunks_missing: usize,
+    /// Encoded bytes fetched (shard indexes included).
+    pub bytes_read: u64,
+    /// Inner chunks of shards fetched and decoded.
+    pub inner_chunks_read: usize,
+}
+
+/// What a partition keeps between the regions of one column: the last decoded chunk and, for
+/// sharded arrays, the last shard's index.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct ColumnCache {
+    chunk: Option<Arc<Chunk>>,
+    shard: Option<(Vec<u64>, Option<Arc<ShardEntries>>)>,
+}
+
+/// Byte ranges of a shard's inner chunks (`None`: absent).
+type ShardEntries = Vec<Option<Range<u64>>>;
+
+/// Fetches and decodes the chunk at `indices`. An absent chunk reads as the fill value.
+pub(crate) async fn read_chunk(
+    store: &ZarrStore,
+    node: &ArrayNode,
+    indices: &[u64],
+    limits: &Limits,
+) -> Result<Chunk> {
+    let (full_key, _) = chunk_key(node, indices)?;
+    // The declared size is checked before anything is fetched.
+    ChunkToDecode::of(node, indices, limits)?;
+    let object = store.get(&full_key, limits.chunk).await?;
+    decode_owned(node, indices, object, limits)
+}
+
+/// Decodes the encoded bytes of the chunk at `indices` (`None`: the chunk is absent and reads
+/// as the fill value). No I/O: the part of [`read_chunk`] that tools and fuzzing call directly.
+pub(crate) fn decode_chunk(
+    node: &ArrayNode,
+    indices: &[u64],
+    encoded: Option<&[u8]>,
+    limits: &Limits,
+) -> Result<Chunk> {
+    decode_owned(node, indices, encoded.map(Bytes::copy_from_slice), limits)
+}
+
+/// [`decode_chunk`] taking the fetched object.
+fn decode_owned(
+    node: &ArrayNode,
+    indices: &[u64],
+    object: Option<Bytes>,
+    limits: &Limits,
+) -> Result<Chunk> {
+    let array = node.zarrs()?;
+    let target = ChunkToDecode::of(node, indices, limits)?;
+    let origin = array
+        .chunk_origin(indices)
+        .map_err(|e| target.error(e.to_string()))?;
+    if let (Some(layout), Some(encoded)) = (&node.shard_index, &object) {
+        layout.check(encoded).map_err(|e| target.error(e))?;
+    }
+    let missing = object.is_none();
+    let bytes_read = object.as_ref().map_or(0, |o| o.len() as u64);
+    let elements = target.decode(&array.codecs(), object)?;
+    Ok(Chunk {
+        indices: indices.to_vec(),
+        origin,
+        shape: target.shape.iter().map(|d| d.get()).collect(),
+        elements,
+        missing,
+        bytes_read,
+    })
+}
+
+/// One chunk (or inner chunk of a shard) about to be decoded: its array, key, declared shape
+/// and element count (checked against `max_chunk_bytes`), and the limit it decodes within.
+/// The one decode path of the reader.
+struct ChunkToDecode<'a> {
+    node: &'a ArrayNode,
+    /// The key as shown in errors.
+    key: String,
+    shape: Vec<NonZeroU64>,
+    num_elements: u64,
+    limit: Limit,
+}
+
+impl<'a> ChunkToDecode<'a> {
+    /// The chunk at `indices` of `node`'s chunk grid.
+    fn of(node: &'a ArrayNode, indices: &[u64], limits: &Limits) -> Result<Self> {
+        let (_, key) = chunk_key(node, indices)?;
+        let shape = node
+            .zarrs()?
+            .chunk_shape(indices)
+            .map_err(|e| ZarrError::Chunk {
+                array: node.display.clone(),
+                chunk: key.clone(),
+                message: e.to_string(),
+            })?;
+        Self::with_shape(node, key, shape, limits)
+    }
+
+    /// A chunk of `shape` known by `key`.
+    fn with_shape(
+        node: &'a ArrayNode,
+        key: String,
+        shape: Vec<NonZeroU64>,
+        limits: &Limits,
+    ) -> Result<Self> {
+        let num_elements = shape
+            .iter()
+            .try_fold(1u64, |acc, d| acc.checked_mul(d.get()));
+        let location = || format!("array {}, chunk {key}", node.display);
+        let Some(num_elements) = num_elements else {
+            return Err(limits
+                .chunk
+                .check(location(), "decoded chunk", None)
+                .unwrap_err());
+        };
+        if let Some(size) = node.zarrs()?.data_type().fixed_size() {
+            let declared = num_elements.checked_mul(size as u64);
+            limits.chunk.check(location(), "decoded chunk", declared)?;
+        }
+        Ok(Self {
+            node,
+            key,
+            shape,
+            num_elements,
+            limit: limits.chunk,
+        })
+    }
+
+    fn error(&self, message: String) -> ZarrError {
+        ZarrError::Chunk {
+            array: self.node.display.clone(),
+            chunk: self.key.clone(),
+            message,
+        }
+    }
+
+    /// Decodes `object` with `codecs`, or builds the fill value when it is absent. When the
+    /// codecs leave the bytes as they are (an uncompressed, native-endian chunk), the object
+    /// becomes the chunk's buffer without a copy.
+    fn decode(&self, codecs: &CodecChain, object: Option<Bytes>) -> Result<Elements> {
+        let array = self.node.zarrs()?;
+        let decoded = match object.as_deref() {
+            Some(encoded) => {
+                let decoded = self
+                    .limit
+                    .decode_within(|| {
+                        codecs.decode(
+                            Cow::Borrowed(encoded),
+                            &self.shape,
+                            array.data_type(),
+                            array.fill_value(),
+                            &decode_options(),
+                        )
+                    })
+                    .map_err(|e| self.error(format!("cannot decode: {e}")))?;
+                let unchanged = matches!(&decoded, ArrayBytes::Fixed(Cow::Borrowed(b))
+                    if b.as_ptr() == encoded.as_ptr() && b.len() == encoded.len());
+                if unchanged {
+                    // Zero-copy when the object's buffer is not shared (a fresh read).
+                    ArrayBytes::Fixed(Cow::Owned(object.map(Vec::from).unwrap_or_default()))
+                } else {
+                    decoded.into_owned()
+                }
+            }
+            None => {
+                ArrayBytes::new_fill_value(array.data_type(), self.num_elements, array.fill_value())
+                    .map_err(|e| self.error(format!("cannot build the fill value: {e}")))?
+            }
+        };
+        into_elements(decoded, self.node, self.num_elements).map_err(|e| self.error(e))
+    }
+}
+
+/// Decoded bytes as [`Elements`], checked against the declared element count.
+fn into_elements(
+    decoded: ArrayBytes<'_>,
+    node: &ArrayNode,
+    num_elements: u64,
+) -> std::result::Result<Elements, String> {
+    let size = node
+        .zarrs()
+        .map_err(|e| e.to_string())?
+        .data_type()
+        .fixed_size()
+        .unwrap_or(1);
+    let elements = match decoded {
+        ArrayBytes::Fixed(bytes) => Elements::Fixed {
+            bytes: bytes.into_owned(),
+            size,
+        },
+        ArrayBytes::Variable(v) => {
+            let (bytes, offsets) = v.into_parts();
+            Elements::Variable {
+                bytes: bytes.into_owned(),
+                offsets: offsets.to_vec(),
+            }
+        }
+        ArrayBytes::Optional(_) => {
+            return Err("optional (masked) data types are not supported".into());
+        }
+    };
+    if elements.len() as u64 != num_elements {
+        return Err(format!(
+            "decoded {} elements, the chunk shape declares {num_elements}",
+            elements.len()
+        ));
+    }
+    Ok(elements)
+}
+
+/// Fetches and decodes one inner chunk of a shard (grid indices over the inner chunk grid):
+/// the shard's index by a range request (cached per partition), then the inner chunk's bytes.
+async fn read_inner_chunk(
+    store: &ZarrStore,
+    node: &ArrayNode,
+    indices: &[u64],
+    limits: &Limits,
+    shard_cache: &mut Option<(Vec<u64>, Option<Arc<ShardEntries>>)>,
+    counts: &mut ReadCounts,
+) -> Result<Chunk> {
+    let inner = node
+        .inner
+        .as_ref()
+        .ok_or_else(|| ZarrError::internal(format!("reading {} by inner chunks", node.display)))?;
+    let shard: Vec<u64> = indices
+        .iter()
+        .zip(&inner.per_shard)
+        .map(|(i, p)| i / p)
+        .collect();
+    let within = indices
+        .iter()
+        .zip(&inner.per_shard)
+        .fold(0u64, |acc, (i, p)| acc * p + i % p);
+    let (full_key, shard_key) = chunk_key(node, &shard)?;
+    let shape: Vec<NonZeroU64> = inner
+        .shape
+        .iter()
+        .filter_map(|&d| NonZeroU64::new(d))
+        .collect();
+    let key = format!("{shard_key} (inner chunk {within})");
+    let target = ChunkToDecode::with_shape(node, key, shape, limits)?;
+    let entries = match shard_cache {
+        Some((cached, entries)) if *cached == shard => entries.clone(),
+        _ => {
+            let index_size = inner
+                .layout
+                .index_size()
+                .ok_or_else(|| target.error("the shard index size overflows u64".into()))?;
+            let range = if inner.layout.at_start {
+                GetRange::Bounded(0..index_size)
+            } else {
+                GetRange::Suffix(index_size)
+            };
+            let fetched = store.get_range(&full_key, range, limits.chunk).await?;
+            let entries = match fetched {
+                None => {
+                    counts.chunks_missing += 1;
+                    None
+                }
+                Some((bytes, len)) => {
+                    counts.chunks_read += 1;
+                    counts.bytes_read += bytes.len() as u64;
+                    let parsed = inner
+                        .layout
+                        .parse(&bytes, len)
+                        .map_err(|e| ZarrError::Chunk {
+                            array: node.display.clone(),
+                            chunk: shard_key.clone(),
+                            message: e,
+                        })?;
+                    Some(Arc::new(parsed))
+                }
+            };
+            *shard_cache = Some((shard.clone(), entries.clone()));
+            entries
+        }
+    };
+    let range = entries
+        .as_ref()
+        .and_then(|e| e.get(within as usize).cloned().flatten());
+    let object = match range {
+        Some(r) => {
+            let expected = r.end - r.start;
+            let (bytes, _) = store
+                .get_range(&full_key, GetRange::Bounded(r), limits.chunk)
+                .await?
+                .ok_or_else(|| target.error("the shard disappeared while it was read".into()))?;
+            if bytes.len() as u64 != expected {
+                return Err(target.error(format!(
+                    "truncated shard: {} of the inner chunk's {expected} bytes",
+                    bytes.len()
+                )));
+            }
+            counts.inner_chunks_read += 1;
+            counts.bytes_read += expected;
+            Some(bytes)
+        }
+        None => None,
+    };
+    let bytes_read = object.as_ref().map_or(0, |o| o.len() as u64);
+    let elements = target.decode(&inner.codecs, object)?;
+    Ok(Chunk {
+        indices: indices.to_vec(),
+        origin: indices
+            .iter()
+            .zip(&inner.shape)
+            .map(|(i, s)| i * s)
+            .collect(),
+        shape: inner.shape.clone(),
+        elements,
+        missing: bytes_read == 0,
+        bytes_read,
+    })
+}
+
+/// The chunk's key in the store, and relative to the array (as shown in errors).
+pub(crate) fn chunk_key(node: &ArrayNode, indices: &[u64]) -> Result<(String, String)> {
+    let full = node.zarrs()?.chunk_key(indices).to_string();
+    let relative = match full.strip_prefix(node.path.as_str()) {
+        Some(rest) if !node.path.is_empty() => rest.trim_start_matches('/').to_string(),
+        _ => full.clone(),
+    };
+    Ok((full, relative))
+}
+
+/// A region's elements: either a whole decoded chunk (no copy) or an assembled copy.
+#[derive(Debug, Clone)]
+pub(crate) enum Region {
+    /// The region is exactly one chunk.
+    Whole(Arc<Chunk>),
+    /// Elements copied from one or more chunks.
+    Assembled(Elements),
+}
+
+impl Region {
+    /// The elements, C order over the region.
+    pub(crate) fn elements(&self) -> &Elements {
+        match self {
+            Region::Whole(c) => &c.elements,
+            Region::Assembled(e) => e,
+        }
+    }
+}
+
+/// Reads the elements of `region` (one range per dimension) of `node`, keeping the last
+/// decoded chunk (and shard index) in `cache` so that neighbouring regions inside one chunk
+/// decode it once.
+pub(crate) async fn read_region(
+    store: &ZarrStore,
+    node: &ArrayNode,
+    region: &[Range<u64>],
+    limits: &Limits,
+    cache: &mut ColumnCache,
+    counts: &mut ReadCounts,
+) -> Result<Region> {
+    let chunks = ReadGrid::of(node).intersecting(region)?;
+    let region_start: Vec<u64> = region.iter().map(|r| r.start).collect();
+    let region_shape: Vec<u64> = region.iter().map(|r| r.end - r.start).collect();
+    let mut pieces: Vec<Arc<Chunk>> = Vec::new();
+    for indices in chunks {
+        let chunk = match &cache.chunk {
+            Some(c) if c.indices == indices => c.clone(),
+            _ if node.inner.is_some() => {
+                let c = read_inner_chunk(store, node, &indices, limits, &mut cache.shard, counts)
+                    .await?;
+                let c = Arc::new(c);
+                cache.chunk = Some(c.clone());
+                c
+            }
+            _ => {
+                let c = Arc::new(read_chunk(store, node, &indices, limits).await?);
+                if c.missing {
+                    counts.chunks_missing += 1;
+                } else {
+                    counts.chunks_read += 1;
+                }
+                counts.bytes_read += c.bytes_read;
+                cache.chunk = Some(c.clone());
+                c
+            }
+        };
+        pieces.push(chunk);
+    }
+    if let [only] = pieces.as_slice()
+        && only.origin == region_start
+        && only.shape == region_shape
+    {
+        return Ok(Region::Whole(only.clone()));
+    }
+    let total = region_shape.iter().product::<u64>() as usize;
+    match pieces.first().map(|c| &c.elements) {
+        Some(Elements::Fixed { size, .. }) => {
+            let size = *size;
+            let mut out = vec![0u8; total * size];
+            for chunk in &pieces {
+                let Elements::Fixed { bytes, .. } = &chunk.elements else {
+                    continue;
+                };
+                for_each_run(
+                    &chunk.origin,
+                    &chunk.shape,
+                    &region_start,
+                    &region_shape,
+                    |src, dst, len| {
+                        out[dst * size..(dst + len) * size]
+                            .copy_from_slice(&bytes[src * size..(src + len) * size]);
+                    },
+                );
+            }
+            Ok(Region::Assembled(Elements::Fixed { bytes: out, size }))
+        }
+        Some(Elements::Variable { .. }) => {
+            let mut runs: Vec<(usize, usize, usize, usize)> = Vec::new();
+            for (ci, chunk) in pieces.iter().enumerate() {
+                for_each_run(
+                    &chunk.origin,
+                    &chunk.shape,
+                    &region_start,
+                    &region_shape,
+                    |src, dst, len| {
+                        runs.push((dst, ci, src, len));
+                    },
+                );
+            }
+            runs.sort_unstable();
+            let mut bytes = Vec::new();
+            let mut offsets = Vec::with_capacity(total + 1);
+            offsets.push(0);
+            for (_, ci, src, len) in runs {
+                if let Elements::Variable {
+                    bytes: b,
+                    offsets: o,
+                } = &pieces[ci].elements
+                {
+                    for i in src..src + len {
+                        bytes.extend_from_slice(&b[o[i]..o[i + 1]]);
+                        offsets.push(bytes.len());
+                    }
+                }
+            }
+            Ok(Region::Assembled(Elements::Variable { bytes, offsets }))
+        }
+        None => Ok(Region::Assembled(Elements::Fixed {
+            bytes: Vec::new(),
+            size: 1,
+        })),
+    }
+}
+
+/// Calls `f(src, dst, len)` for each run of elements that a chunk (`origin`, `shape`) and a
+/// region (`start`, `extent`) share along the last dimension: `len` elements starting at linear
+/// index `src` in the chunk and `dst` in the region, both in C order.
+pub(crate) fn for_each_run(
+    origin: &[u64],
+    shape: &[u64],
+    start: &[u64],
+    extent: &[u64],
+    mut f: impl FnMut(usize, usize, usize),
+) {
+    let ndim = shape.len();
+    if ndim == 0 {
+        f(0, 0, 1);
+        return;
+    }
+    // The intersection, in array coordinates.
+    let mut lo = vec![0u64; ndim];
+    let mut hi = vec![0u64; ndim];
+    for d in 0..ndim {
+        lo[d] = origin[d].max(start[d]);
+        hi[d] = (origin[d] + shape[d]).min(start[d] + extent[d]);
+        if lo[d] >= hi[d] {
+            return;
+        }
+    }
+    let run = (hi[ndim - 1] - lo[ndim - 1]) as usize;
+    let mut pos = lo.clone();
+    loop {
+        let mut src = 0u64;
+        let mut dst = 0u64;
+        for d in 0..ndim {
+            src = src * shape[d] + (pos[d] - origin[d]);
+            dst = dst * extent[d] + (pos[d] - start[d]);
+        }
+        f(src as usize, dst as usize, run);
+        // Advance the odometer over all but the last dimension.
+        let mut d = ndim - 1;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            pos[d] += 1;
+            if pos[d] < hi[d] {
+                break;
+            }
+            pos[d] = lo[d];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::for_each_run;
+
+    #[test]
+    fn runs_cover_the_intersection() {
+        // Chunk [4..8) x [3..6) of a 9x7 array, region [5..9) x [0..7).
+        let mut runs = Vec::new();
+        for_each_run(&[4, 3], &[4, 3], &[5, 0], &[4, 7], |s, d, l| {
+            runs.push((s, d, l))
+        });
+        assert_eq!(runs, vec![(3, 3, 3), (6, 10, 3), (9, 17, 3)]);
+        let mut one = Vec::new();
+        for_each_run(&[], &[], &[], &[], |s, d, l| one.push((s, d, l)));
+        assert_eq!(one, vec![(0, 0, 1)]);
+    }
+}

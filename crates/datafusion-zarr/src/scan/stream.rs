@@ -1,0 +1,382 @@
+//! One partition's stream: for each work unit (a chunk of the table's grid array), read the
+//! projected arrays' elements in that box, then emit RecordBatches of at most `batch_size`
+//! rows, transcoding each slice straight into the Arrow arrays that leave the scan.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array, UInt64Array};
+use arrow::compute::take;
+use arrow::datatypes::SchemaRef;
+use datafusion::physical_plan::PhysicalExpr;
+use datafusion::physical_plan::metrics::Count;
+
+use crate::error::{Result, ZarrError};
+use crate::node::ArrayNode;
+use crate::progress::ScanProgress;
+use crate::scan::convert::to_arrow;
+use crate::scan::dynamic::DynamicPruner;
+use crate::scan::grid::UnitGrid;
+use crate::scan::raw_filter::{RawFilter, select_rows};
+use crate::scan::read::{ColumnCache, Elements, ReadCounts, Region, chunk_key, read_region};
+use crate::table::{ColumnSource, TableModel};
+
+/// Metrics a partition updates.
+#[derive(Debug, Clone)]
+pub(crate) struct ScanMetrics {
+    /// Chunk objects fetched and decoded.
+    pub chunks_read: Count,
+    /// Chunk objects found absent (read as the fill value).
+    pub chunks_missing: Count,
+    /// Encoded bytes fetched, shard indexes included.
+    pub bytes_read: Count,
+    /// Inner chunks of shards fetched and decoded.
+    pub inner_chunks_read: Count,
+    /// Table rows decoded.
+    pub rows_decoded: Count,
+    /// Table rows transcoded into the batches that leave the scan.
+    pub rows_transcoded: Count,
+    /// Work units skipped while running by the dynamic filters.
+    pub chunks_pruned: Count,
+    /// Progress shared with a display, if any.
+    pub progress: Option<Arc<dyn ScanProgress>>,
+}
+
+/// The state of one partition's scan.
+pub(crate) struct PartitionScan {
+    model: Arc<TableModel>,
+    grid: Arc<UnitGrid>,
+    projection: Vec<usize>,
+    schema: SchemaRef,
+    units: std::iter::Flatten<std::vec::IntoIter<Range<u64>>>,
+    batch_size: usize,
+    remaining: Option<usize>,
+    caches: Vec<ColumnCache>,
+    current: Option<Unit>,
+    metrics: ScanMetrics,
+    raw_filters: Arc<Vec<RawFilter>>,
+    pruner: Option<DynamicPruner>,
+}
+
+enum UnitColumn {
+    Index {
+        dim: usize,
+    },
+    Coordinate {
+        dim: usize,
+        values: ArrayRef,
+    },
+    Value {
+        node: Arc<ArrayNode>,
+        region: Region,
+    },
+}
+
+struct Unit {
+    origin: Vec<u64>,
+    extent: Vec<u64>,
+    /// Rows to emit: all of the unit's, or those in `selection`.
+    rows: usize,
+    pos: usize,
+    columns: Vec<UnitColumn>,
+    /// The unit rows that passed the raw string filters, if there are any.
+    selection: Option<Vec<u32>>,
+}
+
+/// What every partition of a scan shares.
+#[derive(Debug, Clone)]
+pub(crate) struct ScanSpec {
+    /// The table.
+    pub model: Arc<TableModel>,
+    /// Its work units.
+    pub units: Arc<UnitGrid>,
+    /// Column indices of the model to produce.
+    pub projection: Vec<usize>,
+    /// The projected schema.
+    pub schema: SchemaRef,
+    /// String predicates evaluated on UTF-32 code units.
+    pub raw_filters: Arc<Vec<RawFilter>>,
+    /// At most this many rows.
+    pub limit: Option<usize>,
+    /// Filters DataFusion updates while the query runs (TopK, hash join), for pruning.
+    pub dynamic_filters: Vec<Arc<dyn PhysicalExpr>>,
+}
+
+impl PartitionScan {
+    /// A scan of the chunk ids in `units` (runs) of the model's grid array.
+    pub(crate) fn new(
+        spec: ScanSpec,
+        units: Vec<Range<u64>>,
+        batch_size: usize,
+        metrics: ScanMetrics,
+    ) -> Self {
+        let caches = vec![ColumnCache::default(); spec.projection.len()];
+        let pruner = DynamicPruner::new(&spec.model, spec.schema.clone(), &spec.dynamic_filters);
+        Self {
+            model: spec.model,
+            grid: spec.units,
+            projection: spec.projection,
+            schema: spec.schema,
+            units: units.into_iter().flatten(),
+            batch_size: batch_size.max(1),
+            remaining: spec.limit,
+            caches,
+            current: None,
+            metrics,
+            raw_filters: spec.raw_filters,
+            pruner,
+        }
+    }
+
+    /// The next batch, or `None` at the end of the partition.
+    pub(crate) async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            if self.remaining == Some(0) {
+                return Ok(None);
+            }
+            if let Some(unit) = &mut self.current
+                && unit.pos < unit.rows
+            {
+                let mut n = self.batch_size.min(unit.rows - unit.pos);
+                if let Some(r) = self.remaining {
+                    n = n.min(r);
+                }
+                let rows = unit.pos..unit.pos + n;
+                unit.pos += n;
+                if let Some(r) = &mut self.remaining {
+                    *r -= n;
+                }
+                let batch = build_batch(&self.model, &self.schema, unit, rows)?;
+                self.metrics.rows_transcoded.add(batch.num_rows());
+                return Ok(Some(batch));
+            }
+            let Some(id) = self.units.next() else {
+                return Ok(None);
+            };
+            if let Some(pruner) = &mut self.pruner {
+                let (origin, extent) = self.grid.bounds(id)?;
+                if !pruner.may_match(&origin, &extent) {
+                    self.metrics.chunks_pruned.add(1);
+                    self.current = None;
+                    continue;
+                }
+            }
+            self.current = Some(self.load_unit(id).await?);
+        }
+    }
+
+    /// Reads `region` of `array` for projection slot `slot`, through that slot's cache.
+    async fn read(
+        &mut self,
+        slot: usize,
+        array: &ArrayNode,
+        region: &[Range<u64>],
+        counts: &mut ReadCounts,
+    ) -> Result<Region> {
+        let (store, limits) = (&self.model.store, &self.model.limits);
+        read_region(store, array, region, limits, &mut self.caches[slot], counts).await
+    }
+
+    async fn load_unit(&mut self, id: u64) -> Result<Unit> {
+        let model = self.model.clone();
+        let (origin, extent) = self.grid.bounds(id)?;
+        let rows = usize::try_from(self.grid.rows(id)?).map_err(|_| {
+            ZarrError::metadata(&model.grid.display, "a chunk has more rows than usize")
+        })?;
+        let region: Vec<Range<u64>> = origin
+            .iter()
+            .zip(&extent)
+            .map(|(&o, &e)| o..o + e)
+            .collect();
+        let mut counts = ReadCounts::default();
+        let mut regions: Vec<Option<Region>> = vec![None; self.projection.len()];
+
+        // Late materialisation: read the columns of the raw string filters first, and the
+        // rest only if some row passes; transcode only the rows that pass.
+        let mut selection = None;
+        if !self.raw_filters.is_empty() {
+            let mut evaluated = Vec::new();
+            let raw_filters = self.raw_filters.clone();
+            for f in raw_filters.iter() {
+                let Some(slot) = self.projection.iter().position(|&c| c == f.column) else {
+                    continue;
+                };
+                if regions[slot].is_none() {
+                    let ColumnSource::Value { array } = &model.columns[f.column].source else {
+                        continue;
+                    };
+                    let r = self.read(slot, array, &region, &mut counts).await?;
+                    regions[slot] = Some(r);
+                }
+                evaluated.push((f.column, slot));
+            }
+            let elements: Vec<(usize, &Elements)> = evaluated
+                .iter()
+                .filter_map(|&(c, slot)| regions[slot].as_ref().map(|r| (c, r.elements())))
+                .collect();
+            let locate_in = |column: usize, row: usize| match &model.columns[column].source {
+                ColumnSource::Value { array } => locate(array, &unit_coords(&origin, &extent, row)),
+                _ => (String::from("?"), 0),
+            };
+            let mask = select_rows(&model, &self.raw_filters, &elements, rows, &locate_in)?;
+            let rows_passing: Vec<u32> = mask
+                .iter()
+                .enumerate()
+                .filter_map(|(i, &keep)| keep.then_some(i as u32))
+                .collect();
+            selection = Some(rows_passing);
+        }
+        let skip_rest = selection.as_ref().is_some_and(Vec::is_empty);
+
+        let mut columns = Vec::with_capacity(self.projection.len());
+        if !skip_rest {
+            let projection = self.projection.clone();
+            for (slot, &ci) in projection.iter().enumerate() {
+                let column = &model.columns[ci];
+                columns.push(match &column.source {
+                    ColumnSource::Index { dim } => UnitColumn::Index { dim: *dim },
+                    ColumnSource::Coordinate { dim, array } => {
+                        let range = [region[*dim].clone()];
+                        let r = self.read(slot, array, &range, &mut counts).await?;
+                        let len = (range[0].end - range[0].start) as usize;
+                        let start = range[0].start;
+                        let locate = |row: usize| locate(array, &[start + row as u64]);
+                        let values = to_arrow(
+                            array,
+                            r.elements(),
+                            0..len,
+                            &column.data_type,
+                            &model.options,
+                            &locate,
+                        )?;
+                        UnitColumn::Coordinate { dim: *dim, values }
+                    }
+                    ColumnSource::Value { array } => {
+                        let r = match regions[slot].take() {
+                            Some(r) => r,
+                            None => self.read(slot, array, &region, &mut counts).await?,
+                        };
+                        UnitColumn::Value {
+                            node: array.clone(),
+                            region: r,
+                        }
+                    }
+                });
+            }
+        }
+        self.metrics.chunks_read.add(counts.chunks_read);
+        self.metrics.chunks_missing.add(counts.chunks_missing);
+        self.metrics.bytes_read.add(counts.bytes_read as usize);
+        self.metrics.inner_chunks_read.add(counts.inner_chunks_read);
+        self.metrics.rows_decoded.add(rows);
+        if let Some(p) = &self.metrics.progress {
+            p.unit_done(rows as u64);
+        }
+        let emitted = selection.as_ref().map_or(rows, Vec::len);
+        Ok(Unit {
+            origin,
+            extent,
+            rows: emitted,
+            pos: 0,
+            columns,
+            selection,
+        })
+    }
+}
+
+/// Array coordinates of row `row` (C order) of the unit at `origin` with `extent`.
+fn unit_coords(origin: &[u64], extent: &[u64], row: usize) -> Vec<u64> {
+    let mut coords = vec![0u64; extent.len()];
+    let mut rest = row as u64;
+    for d in (0..extent.len()).rev() {
+        coords[d] = origin[d] + rest % extent[d].max(1);
+        rest /= extent[d].max(1);
+    }
+    coords
+}
+
+fn build_batch(
+    model: &TableModel,
+    schema: &SchemaRef,
+    unit: &Unit,
+    positions: Range<usize>,
+) -> Result<RecordBatch> {
+    let ndim = unit.extent.len();
+    // strides[d]: rows per step along dimension d within the unit.
+    let mut strides = vec![1u64; ndim];
+    for d in (0..ndim.saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * unit.extent[d + 1];
+    }
+    let local = |d: usize, r: usize| (r as u64 / strides[d]) % unit.extent[d];
+    // The unit rows of this batch.
+    let rows: Vec<usize> = match &unit.selection {
+        Some(sel) => sel[positions.clone()].iter().map(|&r| r as usize).collect(),
+        None => positions.clone().collect(),
+    };
+    let mut arrays: Vec<ArrayRef> = Vec::with_capacity(unit.columns.len());
+    for (column, field) in unit.columns.iter().zip(schema.fields()) {
+        arrays.push(match column {
+            UnitColumn::Index { dim } => Arc::new(UInt64Array::from_iter_values(
+                rows.iter().map(|&r| unit.origin[*dim] + local(*dim, r)),
+            )),
+            UnitColumn::Coordinate { dim, values } => {
+                let idx =
+                    UInt32Array::from_iter_values(rows.iter().map(|&r| local(*dim, r) as u32));
+                take(values.as_ref(), &idx, None).map_err(|e| {
+                    ZarrError::internal(format!("looking up coordinates of {}: {e}", model.display))
+                })?
+            }
+            UnitColumn::Value { node, region } => match &unit.selection {
+                None => {
+                    let locate =
+                        |row: usize| locate(node, &unit_coords(&unit.origin, &unit.extent, row));
+                    to_arrow(
+                        node,
+                        region.elements(),
+                        positions.clone(),
+                        field.data_type(),
+                        &model.options,
+                        &locate,
+                    )?
+                }
+                Some(_) => {
+                    // Gather the passing rows, then transcode only them.
+                    let gathered = region.elements().gather(&rows);
+                    let locate =
+                        |i: usize| locate(node, &unit_coords(&unit.origin, &unit.extent, rows[i]));
+                    to_arrow(
+                        node,
+                        &gathered,
+                        0..rows.len(),
+                        field.data_type(),
+                        &model.options,
+                        &locate,
+                    )?
+                }
+            },
+        });
+    }
+    let options = RecordBatchOptions::new().with_row_count(Some(rows.len()));
+    RecordBatch::try_new_with_options(schema.clone(), arrays, &options)
+        .map_err(|e| ZarrError::internal(format!("building a batch of {}: {e}", model.display)))
+}
+
+/// The chunk key and in-chunk index of the element at array coordinates `coords`.
+fn locate(node: &ArrayNode, coords: &[u64]) -> (String, u64) {
+    let Ok(array) = node.zarrs() else {
+        return (String::from("?"), 0);
+    };
+    let Ok(Some(indices)) = array.chunk_grid().chunk_indices(coords) else {
+        return (String::from("?"), 0);
+    };
+    let key = chunk_key(node, &indices).map_or_else(|_| "?".to_string(), |(_, k)| k);
+    let (Ok(origin), Ok(shape)) = (array.chunk_origin(&indices), array.chunk_shape(&indices))
+    else {
+        return (key, 0);
+    };
+    let mut index = 0u64;
+    for d in 0..coords.len() {
+        index = index * shape[d].get() + (coords[d] - origin[d]);
+    }
+    (key, index)
+}

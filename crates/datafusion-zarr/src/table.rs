@@ -1,0 +1,343 @@
+//! The table model: which columns a node gives, in which order, with which Arrow types.
+//!
+//! - An array location: one `UInt64` index column per dimension, then the value column.
+//! - A group location: its direct child arrays. A 1-D child named like a dimension of the
+//!   others is a coordinate (xarray's convention) and fills that dimension's column; the
+//!   remaining children of one shape are the value columns, sorted by name (or as listed in
+//!   the `arrays` option).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaRef};
+
+use crate::error::{Result, ZarrError};
+use crate::limits::Limits;
+use crate::node::{ArrayNode, ElementKind, GroupNode, Node};
+use crate::options::{StringType, ZarrOptions};
+use crate::store::ZarrStore;
+
+/// Where a column's values come from.
+#[derive(Debug, Clone)]
+pub(crate) enum ColumnSource {
+    /// The element index along dimension `dim`.
+    Index {
+        /// The dimension.
+        dim: usize,
+    },
+    /// A coordinate array's values along dimension `dim`.
+    Coordinate {
+        /// The dimension.
+        dim: usize,
+        /// The 1-D coordinate array.
+        array: Arc<ArrayNode>,
+    },
+    /// An array's elements.
+    Value {
+        /// The array.
+        array: Arc<ArrayNode>,
+    },
+}
+
+/// One column of the table.
+#[derive(Debug, Clone)]
+pub(crate) struct Column {
+    /// Column name.
+    pub name: String,
+    /// Where the values come from.
+    pub source: ColumnSource,
+    /// The Arrow type.
+    pub data_type: ArrowType,
+}
+
+/// A node mapped to a table.
+#[derive(Debug)]
+pub(crate) struct TableModel {
+    /// The store.
+    pub store: ZarrStore,
+    /// The node's path inside the store.
+    pub path: String,
+    /// The node as shown to users (`store/path`).
+    pub display: String,
+    /// The shape shared by all value arrays; rows are its elements.
+    pub shape: Vec<u64>,
+    /// The array whose chunk grid divides the table into work units.
+    pub grid: Arc<ArrayNode>,
+    /// The columns, in schema order.
+    pub columns: Vec<Column>,
+    /// The Arrow schema.
+    pub schema: SchemaRef,
+    /// The options the table was opened with.
+    pub options: ZarrOptions,
+    /// The size limits every read of this table keeps to (from `options`).
+    pub limits: Limits,
+    /// The opened node (for `inspect` and provenance).
+    pub node: Node,
+}
+
+impl TableModel {
+    /// Number of rows: the element count of `shape`.
+    pub(crate) fn num_rows(&self) -> Result<u64> {
+        self.shape
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| {
+                ZarrError::metadata(
+                    &self.display,
+                    format!("shape {:?} overflows u64", self.shape),
+                )
+            })
+    }
+
+    /// Maps an opened node to a table.
+    pub(crate) fn new(store: ZarrStore, node: Node, options: ZarrOptions) -> Result<Self> {
+        match &node {
+            Node::Array(array) => {
+                let array = Arc::new(array.clone());
+                Self::for_array(store, array, node, options)
+            }
+            Node::Group(group) => {
+                let group = group.clone();
+                Self::for_group(store, &group, node, options)
+            }
+        }
+    }
+
+    fn for_array(
+        store: ZarrStore,
+        array: Arc<ArrayNode>,
+        node: Node,
+        options: ZarrOptions,
+    ) -> Result<Self> {
+        let value_type = arrow_type(&array, &options)?;
+        let mut columns = Vec::new();
+        for dim in 0..array.shape.len() {
+            columns.push(Column {
+                name: index_name(&array, dim, std::slice::from_ref(&array.name)),
+                source: ColumnSource::Index { dim },
+                data_type: ArrowType::UInt64,
+            });
+        }
+        columns.push(Column {
+            name: array.name.clone(),
+            source: ColumnSource::Value {
+                array: array.clone(),
+            },
+            data_type: value_type,
+        });
+        Self::finish(
+            store,
+            array.path.clone(),
+            array.display.clone(),
+            array.shape.clone(),
+            array,
+            columns,
+            node,
+            options,
+        )
+    }
+
+    fn for_group(
+        store: ZarrStore,
+        group: &GroupNode,
+        node: Node,
+        options: ZarrOptions,
+    ) -> Result<Self> {
+        let all: Vec<Arc<ArrayNode>> = group.arrays.iter().cloned().map(Arc::new).collect();
+        let dims_of = |a: &ArrayNode| -> Vec<String> {
+            a.dimension_names.iter().flatten().cloned().collect()
+        };
+        // A 1-D array whose name is its own dimension name and a dimension of another child.
+        let is_coordinate = |a: &ArrayNode| {
+            a.shape.len() == 1
+                && a.dimension_names.first().and_then(Option::as_ref) == Some(&a.name)
+                && a.kind.is_some()
+                && all
+                    .iter()
+                    .any(|o| o.name != a.name && dims_of(o).contains(&a.name))
+        };
+        let coordinates: Vec<Arc<ArrayNode>> =
+            all.iter().filter(|a| is_coordinate(a)).cloned().collect();
+
+        let values: Vec<Arc<ArrayNode>> = match &options.arrays {
+            Some(names) => {
+                let mut picked = Vec::new();
+                for name in names {
+                    let array = all.iter().find(|a| &a.name == name).ok_or_else(|| {
+                        ZarrError::Option(format!(
+                            "arrays names '{name}', which is not an array of group {}; its arrays are: {}",
+                            group.display,
+                            all.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ")
+                        ))
+                    })?;
+                    array.element_kind()?;
+                    picked.push(array.clone());
+                }
+                picked
+            }
+            None => {
+                let mut rest: Vec<Arc<ArrayNode>> = all
+                    .iter()
+                    .filter(|a| a.kind.is_some() && !coordinates.iter().any(|c| c.name == a.name))
+                    .cloned()
+                    .collect();
+                if rest.is_empty() {
+                    rest = coordinates.clone();
+                }
+                rest
+            }
+        };
+        if values.is_empty() {
+            return Err(ZarrError::metadata(
+                &group.display,
+                "group has no arrays of a supported data type to form a table",
+            ));
+        }
+        let shapes: BTreeSet<Vec<u64>> = values.iter().map(|a| a.shape.clone()).collect();
+        if shapes.len() > 1 {
+            let listing: Vec<String> = shapes
+                .iter()
+                .map(|s| {
+                    let names: Vec<&str> = values
+                        .iter()
+                        .filter(|a| &a.shape == s)
+                        .map(|a| a.name.as_str())
+                        .collect();
+                    format!("{s:?} ({})", names.join(", "))
+                })
+                .collect();
+            return Err(ZarrError::metadata(
+                &group.display,
+                format!(
+                    "the group's arrays have different shapes: {}; choose arrays of one shape with the option 'arrays' (comma-separated)",
+                    listing.join("; ")
+                ),
+            ));
+        }
+        let first = values[0].clone();
+        let shape = first.shape.clone();
+        let value_names: Vec<String> = values.iter().map(|a| a.name.clone()).collect();
+        let mut columns = Vec::new();
+        for (dim, len) in shape.iter().enumerate() {
+            let coordinate = first.dimension_names[dim].as_ref().and_then(|d| {
+                coordinates
+                    .iter()
+                    .find(|c| &c.name == d && c.shape[0] == *len && !value_names.contains(&c.name))
+            });
+            match coordinate {
+                Some(c) => columns.push(Column {
+                    name: c.name.clone(),
+                    source: ColumnSource::Coordinate {
+                        dim,
+                        array: c.clone(),
+                    },
+                    data_type: arrow_type(c, &options)?,
+                }),
+                None => columns.push(Column {
+                    name: index_name(&first, dim, &value_names),
+                    source: ColumnSource::Index { dim },
+                    data_type: ArrowType::UInt64,
+                }),
+            }
+        }
+        for array in &values {
+            columns.push(Column {
+                name: array.name.clone(),
+                source: ColumnSource::Value {
+                    array: array.clone(),
+                },
+                data_type: arrow_type(array, &options)?,
+            });
+        }
+        Self::finish(
+            store,
+            group.path.clone(),
+            group.display.clone(),
+            shape,
+            first,
+            columns,
+            node,
+            options,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        store: ZarrStore,
+        path: String,
+        display: String,
+        shape: Vec<u64>,
+        grid: Arc<ArrayNode>,
+        columns: Vec<Column>,
+        node: Node,
+        options: ZarrOptions,
+    ) -> Result<Self> {
+        let mut seen = BTreeSet::new();
+        for c in &columns {
+            if !seen.insert(c.name.as_str()) {
+                return Err(ZarrError::metadata(
+                    &display,
+                    format!("two columns would be named '{}'", c.name),
+                ));
+            }
+        }
+        let fields: Vec<Field> = columns
+            .iter()
+            .map(|c| {
+                let nullable = !matches!(c.source, ColumnSource::Index { .. });
+                Field::new(&c.name, c.data_type.clone(), nullable)
+            })
+            .collect();
+        let model = Self {
+            store,
+            path,
+            display,
+            shape,
+            grid,
+            columns,
+            schema: Arc::new(Schema::new(fields)),
+            limits: Limits::of(&options),
+            options,
+            node,
+        };
+        model.num_rows()?;
+        Ok(model)
+    }
+}
+
+/// The name of the index column of `dim`: the dimension name, or `dim_<i>`; `<name>_index`
+/// when it would clash with a value column.
+fn index_name(array: &ArrayNode, dim: usize, value_names: &[String]) -> String {
+    let name = array
+        .dimension_names
+        .get(dim)
+        .cloned()
+        .flatten()
+        .unwrap_or_else(|| format!("dim_{dim}"));
+    if value_names.contains(&name) {
+        format!("{name}_index")
+    } else {
+        name
+    }
+}
+
+/// The Arrow type of an array's elements under `options`.
+fn arrow_type(array: &ArrayNode, options: &ZarrOptions) -> Result<ArrowType> {
+    Ok(match array.element_kind()? {
+        ElementKind::Utf32 { length_bytes } => match options.string_type {
+            StringType::Utf8 => ArrowType::Utf8,
+            StringType::Utf8View => ArrowType::Utf8View,
+            StringType::LargeUtf8 => ArrowType::LargeUtf8,
+            StringType::FixedSizeBinary => {
+                ArrowType::FixedSizeBinary(i32::try_from(*length_bytes).map_err(|_| {
+                    ZarrError::metadata(
+                        &array.display,
+                        format!("length_bytes {length_bytes} is too large for FixedSizeBinary"),
+                    )
+                })?)
+            }
+        },
+        ElementKind::String => ArrowType::Utf8,
+        ElementKind::Primitive(t) => t.clone(),
+    })
+}

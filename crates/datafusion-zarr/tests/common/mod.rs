@@ -1,0 +1,108 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use arrow::array::{Array, ArrayRef, RecordBatch};
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+use datafusion::common::ScalarValue;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use serde_json::Value;
+
+/// The workspace root, which holds the shared test data (`tests/data`, `tests/slt`).
+pub fn root() -> PathBuf {
+    std::fs::canonicalize(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .expect("the workspace root")
+}
+
+/// The corpus directory.
+pub fn corpus() -> PathBuf {
+    root().join("tests/data/corpus")
+}
+
+/// A store of the corpus by case name.
+pub fn corpus_store(case: &str) -> String {
+    corpus().join(case).join("data.zarr").display().to_string()
+}
+
+/// A committed fixture store.
+pub fn fixture(name: &str) -> String {
+    root()
+        .join("tests/data/fixtures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// A session with Zarr registered and a fixed number of partitions.
+pub fn context() -> SessionContext {
+    let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
+    datafusion_zarr::register(&ctx);
+    ctx
+}
+
+/// Runs `sql` and collects the batches.
+pub async fn query(ctx: &SessionContext, sql: &str) -> datafusion::error::Result<Vec<RecordBatch>> {
+    ctx.sql(sql).await?.collect().await
+}
+
+/// Concatenates one column of `batches`.
+pub fn column(batches: &[RecordBatch], name: &str) -> ArrayRef {
+    let arrays: Vec<ArrayRef> = batches
+        .iter()
+        .map(|b| {
+            b.column_by_name(name)
+                .unwrap_or_else(|| panic!("no column {name}"))
+                .clone()
+        })
+        .collect();
+    let refs: Vec<&dyn Array> = arrays.iter().map(|a| a.as_ref()).collect();
+    arrow::compute::concat(&refs).unwrap()
+}
+
+/// An Arrow array as JSON values: strings, numbers, booleans, null; NaN as the string "NaN".
+pub fn to_json(array: &dyn Array) -> Vec<Value> {
+    (0..array.len())
+        .map(|i| {
+            let s = ScalarValue::try_from_array(array, i).unwrap();
+            if s.is_null() {
+                return Value::Null;
+            }
+            match s {
+                ScalarValue::Utf8(Some(v))
+                | ScalarValue::LargeUtf8(Some(v))
+                | ScalarValue::Utf8View(Some(v)) => Value::String(v),
+                ScalarValue::Boolean(Some(b)) => Value::Bool(b),
+                ScalarValue::Float64(Some(f)) => float(f),
+                ScalarValue::Float32(Some(f)) => float(f as f64),
+                ScalarValue::Float16(Some(f)) => float(f.to_f64()),
+                other => {
+                    let text = other.to_string();
+                    serde_json::from_str(&text).unwrap_or(Value::String(text))
+                }
+            }
+        })
+        .collect()
+}
+
+fn float(f: f64) -> Value {
+    if f.is_nan() {
+        Value::String("NaN".into())
+    } else {
+        serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)
+    }
+}
+
+/// Formats a column for messages.
+pub fn show(array: &dyn Array) -> Vec<String> {
+    let f = ArrayFormatter::try_new(array, &FormatOptions::default()).unwrap();
+    (0..array.len()).map(|i| f.value(i).to_string()).collect()
+}
+
+/// Compares JSON values, treating numbers by value.
+pub fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        _ => a == b,
+    }
+}

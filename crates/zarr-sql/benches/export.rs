@@ -1,0 +1,326 @@
+//! `zarr-sql` against the peer (zarr-python + pyarrow, `benches/peer/peer.py`), both as child
+//! processes, side by side in one run:
+//!
+//! - scan: `zarr-sql STORE -c "SELECT count(*) FROM t WHERE value LIKE '%ab%'"` against
+//!   `peer.py scan STORE` (the two counts must be equal);
+//! - export: `zarr-sql export STORE OUT.parquet` against `peer.py export STORE OUT.parquet`
+//!   (zstd level 3, row groups of 1,000,000 rows, columns `i` uint64 and `value` string; both
+//!   files must hold every row).
+//!
+//! Each command runs `ZARR_BENCH_RUNS` times (default 3), alternating ours and the peer's, with
+//! `ZARR_BENCH_THREADS` threads (default: the number of cores) on each side (`-p N`,
+//! `--threads N`). Reported: wall time of each child process (median and all runs), the peer's
+//! own `seconds` (after its imports), the ratios, and each child's peak RSS (`ru_maxrss` from
+//! `wait4`, i.e. getrusage of that child alone).
+//!
+//! ```text
+//! python3 benches/peer/make_store.py        # once: benches/data/strings_20m.zarr
+//! CARGO_TARGET_DIR=/work/target-bench cargo bench --bench export
+//! ```
+//!
+//! `ZARR_BENCH_STORE` names another store; `ZARR_SQL_BIN` another `zarr-sql` (default: the one
+//! cargo builds with this bench, `release/zarr-sql`); `PYTHON` the interpreter (default
+//! `python3`); `ZARR_BENCH_OUT` the directory of the Parquet files (default: the system's
+//! temporary directory; they are removed at the end).
+
+#[cfg(not(unix))]
+fn main() {
+    eprintln!("export bench skipped: it measures child processes with wait4, Unix only");
+}
+
+#[cfg(unix)]
+fn main() {
+    unix::main()
+}
+
+#[cfg(unix)]
+mod unix {
+    use std::io::Read;
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+    use std::time::Instant;
+
+    const QUERY: &str = "SELECT count(*) AS n FROM t WHERE value LIKE '%ab%'";
+    const ROW_GROUP: &str = "1000000";
+
+    /// One finished child process.
+    struct Run {
+        seconds: f64,
+        peak_rss_kib: i64,
+        stdout: String,
+    }
+
+    /// Runs `cmd` to completion; its wall time and peak RSS (of it alone, from `wait4`).
+    // The child is reaped by `wait4` below (which also gives its own rusage), not `wait()`.
+    #[allow(clippy::zombie_processes)]
+    fn run(cmd: &mut Command) -> Run {
+        let shown = format!("{cmd:?}");
+        let start = Instant::now();
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {shown}: {e}"));
+        let mut stdout = String::new();
+        child
+            .stdout
+            .take()
+            .expect("piped stdout")
+            .read_to_string(&mut stdout)
+            .expect("read stdout");
+        let mut status = 0;
+        // SAFETY: `rusage` is plain old data; wait4 fills it for the child it reaps.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let pid = child.id() as libc::pid_t;
+        // SAFETY: valid pointers to locals; `pid` is our child, not yet reaped.
+        let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        let seconds = start.elapsed().as_secs_f64();
+        assert_eq!(
+            reaped,
+            pid,
+            "wait4 {shown}: {}",
+            std::io::Error::last_os_error()
+        );
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "{shown} failed (wait status {status:#x})"
+        );
+        Run {
+            seconds,
+            peak_rss_kib: usage.ru_maxrss,
+            stdout,
+        }
+    }
+
+    fn json(s: &str) -> serde_json::Value {
+        let line = s.lines().last().unwrap_or_default();
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("peer output {s:?}: {e}"))
+    }
+
+    fn median(mut v: Vec<f64>) -> f64 {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    }
+
+    fn list(v: &[f64]) -> String {
+        v.iter()
+            .map(|s| format!("{s:.2}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn mib(kib: i64) -> f64 {
+        kib as f64 / 1024.0
+    }
+
+    /// Reads every file of the store once, so the first measured run does not pay for the disk.
+    fn warm(dir: &Path) -> u64 {
+        let mut bytes = 0;
+        for entry in std::fs::read_dir(dir).expect("read store").flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                bytes += warm(&p);
+            } else {
+                bytes += std::fs::read(&p).map_or(0, |b| b.len() as u64);
+            }
+        }
+        bytes
+    }
+
+    fn parquet_rows(path: &Path) -> i64 {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        let file = std::fs::File::open(path).expect("open parquet");
+        let reader = SerializedFileReader::new(file).expect("parquet footer");
+        reader.metadata().file_metadata().num_rows()
+    }
+
+    fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+        std::env::var(name)
+            .ok()
+            .map(|v| {
+                v.parse()
+                    .unwrap_or_else(|_| panic!("{name}={v}: not a number"))
+            })
+            .unwrap_or(default)
+    }
+
+    pub fn main() {
+        // `cargo bench` passes `--bench`; this runner takes no arguments of its own.
+        let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+        let store = std::env::var_os("ZARR_BENCH_STORE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.join("benches/data/strings_20m.zarr"));
+        if !store.join("zarr.json").is_file() {
+            eprintln!(
+                "export bench skipped: no Zarr store at {} (generate it with \
+                 `python3 benches/peer/make_store.py`, or set ZARR_BENCH_STORE)",
+                store.display()
+            );
+            return;
+        }
+        let zarr_sql = std::env::var_os("ZARR_SQL_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_zarr-sql")));
+        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+        let peer = root.join("benches/peer/peer.py");
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads: usize = env_or("ZARR_BENCH_THREADS", cores);
+        let runs: usize = env_or("ZARR_BENCH_RUNS", 3).max(1);
+        let out_dir = std::env::var_os("ZARR_BENCH_OUT")
+            .map(PathBuf::from)
+            .unwrap_or_else(std::env::temp_dir)
+            .join(format!("zarr-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&out_dir).expect("create the output directory");
+        let ours_out = out_dir.join("zarr_sql.parquet");
+        let peer_out = out_dir.join("peer.parquet");
+        let threads_s = threads.to_string();
+
+        let warmed = warm(&store);
+        println!(
+            "store {} ({} MiB on disk, read once to warm the page cache)\nzarr-sql: {}\npeer: {python} {}\n{threads} threads each side, {runs} runs each (cores: {cores})\n",
+            store.display(),
+            warmed >> 20,
+            zarr_sql.display(),
+            peer.display()
+        );
+
+        // --- scan ---
+        let (mut ours, mut theirs, mut theirs_inner) = (vec![], vec![], vec![]);
+        let (mut ours_rss, mut theirs_rss) = (0, 0);
+        let mut counts = None;
+        for _ in 0..runs {
+            let r = run(Command::new(&zarr_sql)
+                .arg(&store)
+                .args(["-q", "--format", "csv", "-p", &threads_s, "-c", QUERY]));
+            let ours_count: u64 = r
+                .stdout
+                .lines()
+                .last()
+                .and_then(|l| l.trim().parse().ok())
+                .unwrap_or_else(|| panic!("zarr-sql output {:?}", r.stdout));
+            ours.push(r.seconds);
+            ours_rss = ours_rss.max(r.peak_rss_kib);
+
+            let p = run(Command::new(&python)
+                .arg(&peer)
+                .arg("scan")
+                .arg(&store)
+                .args(["--threads", &threads_s]));
+            let v = json(&p.stdout);
+            let peer_count = v["count"].as_u64().expect("count");
+            theirs.push(p.seconds);
+            theirs_inner.push(v["seconds"].as_f64().expect("seconds"));
+            theirs_rss = theirs_rss.max(p.peak_rss_kib);
+            assert_eq!(
+                ours_count, peer_count,
+                "zarr-sql and the peer count different rows"
+            );
+            counts = Some(ours_count);
+        }
+        let (o, t, ti) = (
+            median(ours.clone()),
+            median(theirs.clone()),
+            median(theirs_inner.clone()),
+        );
+        println!("scan: {QUERY}  (both count {})", counts.unwrap_or_default());
+        println!(
+            "  zarr-sql               median {o:7.2} s   runs [{}]   peak RSS {:7.1} MiB",
+            list(&ours),
+            mib(ours_rss)
+        );
+        println!(
+            "  zarr-python + pyarrow  median {t:7.2} s   runs [{}]   peak RSS {:7.1} MiB",
+            list(&theirs),
+            mib(theirs_rss)
+        );
+        println!(
+            "    (its own timer, imports excluded: median {ti:.2} s, runs [{}])",
+            list(&theirs_inner)
+        );
+        println!(
+            "  ratio peer / zarr-sql: {:.2}x (wall), {:.2}x (peer's own timer vs our wall)\n",
+            t / o,
+            ti / o
+        );
+
+        // --- export ---
+        let (mut ours, mut theirs, mut theirs_inner) = (vec![], vec![], vec![]);
+        let (mut ours_rss, mut theirs_rss) = (0, 0);
+        for _ in 0..runs {
+            let r = run(Command::new(&zarr_sql)
+                .arg("export")
+                .arg(&store)
+                .arg(&ours_out)
+                .args([
+                    "--quiet",
+                    "-p",
+                    &threads_s,
+                    "--compression",
+                    "zstd",
+                    "--compression-level",
+                    "3",
+                    "--row-group-size",
+                    ROW_GROUP,
+                ]));
+            ours.push(r.seconds);
+            ours_rss = ours_rss.max(r.peak_rss_kib);
+
+            let p = run(Command::new(&python)
+                .arg(&peer)
+                .arg("export")
+                .arg(&store)
+                .arg(&peer_out)
+                .args(["--threads", &threads_s, "--row-group-size", ROW_GROUP]));
+            let v = json(&p.stdout);
+            theirs.push(p.seconds);
+            theirs_inner.push(v["seconds"].as_f64().expect("seconds"));
+            theirs_rss = theirs_rss.max(p.peak_rss_kib);
+        }
+        let (ours_rows, peer_rows) = (parquet_rows(&ours_out), parquet_rows(&peer_out));
+        assert_eq!(
+            ours_rows, peer_rows,
+            "the two Parquet files hold different row counts"
+        );
+        let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len()) >> 20;
+        let (o, t, ti) = (
+            median(ours.clone()),
+            median(theirs.clone()),
+            median(theirs_inner.clone()),
+        );
+        println!(
+            "export to Parquet (zstd 3, row groups of {ROW_GROUP}; both files {ours_rows} rows)"
+        );
+        println!(
+            "  zarr-sql export        median {o:7.2} s   runs [{}]   peak RSS {:7.1} MiB   file {} MiB",
+            list(&ours),
+            mib(ours_rss),
+            size(&ours_out)
+        );
+        println!(
+            "  zarr-python + pyarrow  median {t:7.2} s   runs [{}]   peak RSS {:7.1} MiB   file {} MiB",
+            list(&theirs),
+            mib(theirs_rss),
+            size(&peer_out)
+        );
+        println!(
+            "    (its own timer, imports excluded: median {ti:.2} s, runs [{}])",
+            list(&theirs_inner)
+        );
+        println!(
+            "  ratio peer / zarr-sql: {:.2}x (wall), {:.2}x (peer's own timer vs our wall)",
+            t / o,
+            ti / o
+        );
+        println!(
+            "  peak RSS of zarr-sql export: {:.1} MiB (target < 512 MiB)",
+            mib(ours_rss)
+        );
+        let _ = std::fs::remove_dir_all(&out_dir);
+    }
+}

@@ -1,0 +1,203 @@
+//! `zarr-sql export LOCATION OUT.parquet`: the same as `COPY (SELECT …) TO 'OUT.parquet'`,
+//! through DataFusion's Parquet writer, with the source's Zarr metadata in the file footer,
+//! atomic replacement of the target, and a progress bar.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use datafusion::error::Result;
+use datafusion_zarr::export::{Compression, ParquetExport, write_parquet};
+use datafusion_zarr::{ProgressCounter, ZarrOptions, ZarrTable};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::{session, table_options};
+
+/// `zarr-sql export`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// The Zarr store (directory or URL).
+    location: String,
+    /// The Parquet file to write (replaced atomically when complete).
+    output: PathBuf,
+    /// The node inside the store.
+    #[arg(long, default_value = "")]
+    path: String,
+    /// Columns to export, comma-separated (default: all).
+    #[arg(long, value_delimiter = ',')]
+    columns: Vec<String>,
+    /// A SQL predicate rows must satisfy.
+    #[arg(long = "where")]
+    predicate: Option<String>,
+    /// Parquet compression (lz4 is Parquet's LZ4_RAW).
+    #[arg(
+        long,
+        default_value = "zstd",
+        value_parser = PossibleValuesParser::new(Compression::NAMES)
+            .try_map(|name| name.parse::<Compression>())
+    )]
+    compression: Compression,
+    /// Compression level (zstd 1–22, gzip 0–9).
+    #[arg(long)]
+    compression_level: Option<u32>,
+    /// Rows per row group.
+    #[arg(long)]
+    row_group_size: Option<usize>,
+    /// Arrow type of fixed_length_utf32 columns (utf8, utf8view, large_utf8, fixed_size_binary).
+    #[arg(long)]
+    string_type: Option<String>,
+    /// Another table option, as key=value (repeatable).
+    #[arg(short = 'o', long = "option", value_name = "KEY=VALUE")]
+    options: Vec<String>,
+    /// Print nothing on stderr but errors.
+    #[arg(short, long)]
+    quiet: bool,
+    /// Show progress even when stderr is not a terminal (then as plain lines).
+    #[arg(long, conflicts_with = "quiet")]
+    progress: bool,
+    /// Number of partitions (threads).
+    #[arg(short = 'p', long)]
+    partitions: Option<usize>,
+}
+
+fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Runs the export.
+pub async fn run(args: ExportArgs) -> Result<()> {
+    let ctx = session(args.partitions, None)?;
+    let mut options = ZarrOptions {
+        path: args.path.clone(),
+        ..ZarrOptions::default()
+    };
+    if let Some(t) = &args.string_type {
+        options.set("string_type", t)?;
+    }
+    let options = table_options(options, &args.options)?;
+    let progress = Arc::new(ProgressCounter::new());
+    let table = ZarrTable::open(&ctx.runtime_env(), &args.location, options)
+        .await?
+        .with_progress(progress.clone());
+    let export = ParquetExport {
+        compression: args.compression,
+        compression_level: args.compression_level,
+        row_group_size: args.row_group_size,
+        ..ParquetExport::for_table(&table)
+    };
+    let order = table.row_order();
+    ctx.register_table("t", Arc::new(table))?;
+
+    let columns = if args.columns.is_empty() {
+        "*".to_string()
+    } else {
+        args.columns
+            .iter()
+            .map(|c| quote(c.trim()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut sql = format!("SELECT {columns} FROM t");
+    if let Some(p) = &args.predicate {
+        sql.push_str(&format!(" WHERE {p}"));
+    }
+    // Rows in index order when the scan already yields them so (1-D arrays, arrays chunked by
+    // rows only): DataFusion then merges the sorted partitions instead of sorting.
+    if !order.is_empty() {
+        let keys: Vec<String> = order.iter().map(|c| quote(c)).collect();
+        sql.push_str(&format!(" ORDER BY {}", keys.join(", ")));
+    }
+    let df = ctx.sql(&sql).await?;
+
+    let start = Instant::now();
+    let display = Display::start(&args, progress.clone());
+    let result = write_parquet(df, &args.output, &export).await;
+    display.finish(result.is_ok());
+    let rows = result?;
+    if !args.quiet {
+        eprintln!(
+            "Exported {rows} rows to {} in {:.3} seconds.",
+            args.output.display(),
+            start.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+/// The progress display: an indicatif bar on a terminal, plain lines when forced elsewhere.
+struct Display {
+    bar: Option<ProgressBar>,
+    ticker: Option<tokio::task::JoinHandle<()>>,
+    progress: Arc<ProgressCounter>,
+    plain: bool,
+}
+
+impl Display {
+    fn start(args: &ExportArgs, progress: Arc<ProgressCounter>) -> Self {
+        let terminal = std::io::stderr().is_terminal();
+        let show = !args.quiet && (terminal || args.progress);
+        if !show {
+            return Self {
+                bar: None,
+                ticker: None,
+                progress,
+                plain: false,
+            };
+        }
+        if !terminal {
+            return Self {
+                bar: None,
+                ticker: None,
+                progress,
+                plain: true,
+            };
+        }
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} rows {msg} ({per_sec}, ETA {eta})",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        let ticker_bar = bar.clone();
+        let ticker_progress = progress.clone();
+        let ticker = tokio::spawn(async move {
+            loop {
+                update(&ticker_bar, &ticker_progress);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        Self {
+            bar: Some(bar),
+            ticker: Some(ticker),
+            progress,
+            plain: false,
+        }
+    }
+
+    fn finish(self, ok: bool) {
+        if let Some(t) = &self.ticker {
+            t.abort();
+        }
+        if let Some(bar) = &self.bar {
+            update(bar, &self.progress);
+            if ok { bar.finish() } else { bar.abandon() }
+        }
+        if self.plain {
+            let p = self.progress.snapshot();
+            eprintln!(
+                "progress: {}/{} rows, {}/{} chunks",
+                p.rows, p.total_rows, p.chunks, p.total_chunks
+            );
+        }
+    }
+}
+
+fn update(bar: &ProgressBar, progress: &ProgressCounter) {
+    let p = progress.snapshot();
+    bar.set_length(p.total_rows);
+    bar.set_position(p.rows);
+    bar.set_message(format!("{}/{} chunks", p.chunks, p.total_chunks));
+}

@@ -1,0 +1,255 @@
+//! `zarr-sql`: SQL over Zarr stores, in the manner of datafusion-cli.
+//!
+//! ```text
+//! zarr-sql [LOCATION] [-c SQL]... [-f FILE]... [--format table|csv|json|ndjson] [-q]
+//! zarr-sql export LOCATION OUT.parquet [--path P] [--columns C] [--where PRED] ...
+//! zarr-sql inspect LOCATION [--format text|json]
+//! ```
+//! With a LOCATION, the store is registered as table `t`. Without `-c`/`-f`, statements are
+//! read from standard input: an interactive shell on a terminal, a script when piped. The
+//! library, `datafusion-zarr`, does the reading; this crate is argument parsing, output
+//! formats, the shell and the progress bar.
+
+mod export;
+mod inspect;
+mod output;
+mod shell;
+mod test_store;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Parser;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::sql::parser::{DFParser, Statement as DFStatement};
+use datafusion_zarr::export::AtomicTarget;
+use datafusion_zarr::{ZarrOptions, ZarrTable};
+use futures::StreamExt;
+
+use output::{Format, Printer};
+
+/// Query Zarr stores (fixed_length_utf32 strings and the arrays beside them) with SQL.
+///
+/// With a LOCATION, the store is registered as table `t`. Without -c or -f, statements are read
+/// from standard input: an interactive shell on a terminal, a script when piped.
+#[derive(Debug, Parser)]
+#[command(
+    name = "zarr-sql",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Subcommand>,
+
+    #[command(flatten)]
+    query: QueryArgs,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Subcommand {
+    /// Export a Zarr array or group to a Parquet file.
+    Export(export::ExportArgs),
+    /// Show the groups and arrays of a Zarr store and the tables they map to.
+    Inspect(inspect::InspectArgs),
+}
+
+/// Running SQL (the default command).
+#[derive(Debug, clap::Args)]
+struct QueryArgs {
+    /// A Zarr store (directory or URL) to register as table `t`.
+    location: Option<String>,
+
+    /// SQL to run (repeatable); statements run in order.
+    #[arg(short = 'c', long = "command")]
+    commands: Vec<String>,
+
+    /// A file of SQL statements to run (repeatable).
+    #[arg(short = 'f', long = "file")]
+    files: Vec<PathBuf>,
+
+    /// Output format of query results.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+
+    /// Print no row counts or timings on stderr.
+    #[arg(short, long)]
+    quiet: bool,
+
+    /// A table option for LOCATION, as key=value (repeatable), e.g. string_type=utf8view.
+    #[arg(short = 'o', long = "option", value_name = "KEY=VALUE")]
+    options: Vec<String>,
+
+    /// Number of partitions (threads) a scan uses; defaults to the number of cores.
+    #[arg(short = 'p', long)]
+    partitions: Option<usize>,
+
+    /// Rows per batch.
+    #[arg(short = 'b', long)]
+    batch_size: Option<usize>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("Error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let work = async {
+        match cli.command {
+            None => run(cli.query).await,
+            Some(Subcommand::Export(args)) => export::run(args).await,
+            Some(Subcommand::Inspect(args)) => inspect::run(args).await,
+        }
+    };
+    // Ctrl-C cancels the work; dropping it removes any temporary output (see AtomicTarget).
+    let interrupted = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let result = runtime.block_on(async {
+        tokio::select! {
+            r = work => Some(r),
+            _ = interrupted => None,
+        }
+    });
+    let Some(result) = result else {
+        eprintln!("Interrupted.");
+        return ExitCode::from(130);
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {}", describe(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The message of an error, without DataFusion's wrapping of our own errors.
+pub(crate) fn describe(e: &DataFusionError) -> String {
+    match e.find_root() {
+        DataFusionError::External(inner) => inner.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// `options` with each `key=value` of `-o`/`--option` applied in order.
+pub(crate) fn table_options(mut options: ZarrOptions, pairs: &[String]) -> Result<ZarrOptions> {
+    for kv in pairs {
+        let (k, v) = kv.split_once('=').ok_or_else(|| {
+            DataFusionError::Plan(format!("--option '{kv}' is not of the form key=value"))
+        })?;
+        options.set(k, v)?;
+    }
+    Ok(options)
+}
+
+/// A session with Zarr support, as the CLI configures it.
+pub(crate) fn session(
+    partitions: Option<usize>,
+    batch_size: Option<usize>,
+) -> Result<SessionContext> {
+    let mut config = SessionConfig::new().with_information_schema(true);
+    if let Some(p) = partitions {
+        config = config.with_target_partitions(p.max(1));
+    }
+    if let Some(b) = batch_size {
+        config = config.with_batch_size(b.max(1));
+    }
+    // Like datafusion-cli, files can be queried by path: SELECT * FROM 'out.parquet'.
+    let ctx = SessionContext::new_with_config(config).enable_url_table();
+    datafusion_zarr::register(&ctx);
+    test_store::install(&ctx)?;
+    Ok(ctx)
+}
+
+async fn run(args: QueryArgs) -> Result<()> {
+    let ctx = session(args.partitions, args.batch_size)?;
+    if let Some(location) = &args.location {
+        let options = table_options(ZarrOptions::default(), &args.options)?;
+        let table = ZarrTable::open(&ctx.runtime_env(), location, options).await?;
+        ctx.register_table("t", Arc::new(table))?;
+    } else if !args.options.is_empty() {
+        return Err(DataFusionError::Plan(
+            "--option applies to a LOCATION, and none was given".into(),
+        ));
+    }
+    let printer = Printer {
+        format: args.format,
+        quiet: args.quiet,
+    };
+    if args.commands.is_empty() && args.files.is_empty() {
+        return shell::run(&ctx, &printer).await;
+    }
+    for sql in &args.commands {
+        run_sql(&ctx, sql, &printer).await?;
+    }
+    for file in &args.files {
+        let sql = std::fs::read_to_string(file).map_err(|e| {
+            DataFusionError::Execution(format!("cannot read {}: {e}", file.display()))
+        })?;
+        run_sql(&ctx, &sql, &printer).await?;
+    }
+    Ok(())
+}
+
+/// `COPY … TO 'file.ext'` on a local file writes a temporary file beside it that replaces the
+/// target only when complete. Returns the guard that commits or removes it.
+fn atomic_copy_target(statement: &mut DFStatement) -> Result<Option<AtomicTarget>> {
+    let DFStatement::CopyTo(copy) = statement else {
+        return Ok(None);
+    };
+    let target = copy.target.clone();
+    let local = !target.contains("://") || target.starts_with("file://");
+    let path = std::path::PathBuf::from(target.strip_prefix("file://").unwrap_or(&target));
+    // A target without an extension (or ending in '/') is a directory of files.
+    if !local
+        || !copy.partitioned_by.is_empty()
+        || target.ends_with('/')
+        || path.extension().is_none()
+    {
+        return Ok(None);
+    }
+    let atomic = AtomicTarget::new(&path)?;
+    copy.target = atomic.temp_path().to_string_lossy().to_string();
+    Ok(Some(atomic))
+}
+
+/// Runs every statement of `sql` in order, printing each result.
+pub(crate) async fn run_sql(ctx: &SessionContext, sql: &str, printer: &Printer) -> Result<()> {
+    let statements = DFParser::parse_sql(sql)?;
+    for mut statement in statements {
+        let start = Instant::now();
+        let atomic = atomic_copy_target(&mut statement)?;
+        let plan = ctx.state().statement_to_plan(statement).await?;
+        let df = ctx.execute_logical_plan(plan).await?;
+        let schema = Arc::new(df.schema().as_arrow().clone());
+        let mut stream = df.execute_stream().await?;
+        let mut sink = printer.sink(schema.clone())?;
+        let mut rows = 0usize;
+        while let Some(batch) = stream.next().await {
+            let batch = batch?;
+            rows += batch.num_rows();
+            sink.write(&batch)?;
+        }
+        if let Some(target) = atomic {
+            target.commit()?;
+        }
+        // Statements without a result (CREATE, SET, …) print nothing on stdout.
+        if !schema.fields().is_empty() {
+            sink.finish()?;
+        }
+        printer.summary(rows, start.elapsed());
+    }
+    Ok(())
+}

@@ -1,0 +1,108 @@
+//! Result printing: `table`, `csv`, `json` and `ndjson` on stdout; row counts and timings on
+//! stderr.
+
+use std::io::Write;
+use std::time::Duration;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use arrow::error::ArrowError;
+use datafusion::error::Result;
+
+/// An output format (`--format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A boxed table, like datafusion-cli's.
+    Table,
+    /// CSV with a header row.
+    Csv,
+    /// One JSON array of objects.
+    Json,
+    /// One JSON object per line.
+    #[value(alias = "nd-json")]
+    Ndjson,
+}
+
+/// Prints results.
+#[derive(Debug, Clone)]
+pub struct Printer {
+    /// The format.
+    pub format: Format,
+    /// Suppress row counts and timings.
+    pub quiet: bool,
+}
+
+/// Writes one result's batches as they arrive.
+pub enum Sink {
+    Table(SchemaRef, Vec<RecordBatch>),
+    Csv(Box<arrow::csv::Writer<std::io::Stdout>>),
+    Json(arrow::json::ArrayWriter<std::io::Stdout>),
+    Ndjson(arrow::json::LineDelimitedWriter<std::io::Stdout>),
+}
+
+impl Printer {
+    /// A sink for one result with `schema`.
+    pub fn sink(&self, schema: SchemaRef) -> Result<Sink> {
+        let out = std::io::stdout();
+        Ok(match self.format {
+            Format::Table => Sink::Table(schema, Vec::new()),
+            Format::Csv => Sink::Csv(Box::new(
+                arrow::csv::WriterBuilder::new()
+                    .with_header(true)
+                    .build(out),
+            )),
+            Format::Json => Sink::Json(arrow::json::ArrayWriter::new(out)),
+            Format::Ndjson => Sink::Ndjson(arrow::json::LineDelimitedWriter::new(out)),
+        })
+    }
+
+    /// The row count and time on stderr, as datafusion-cli prints them.
+    pub fn summary(&self, rows: usize, elapsed: Duration) {
+        if !self.quiet {
+            let noun = if rows == 1 { "row" } else { "rows" };
+            eprintln!(
+                "{rows} {noun} fetched. Elapsed {:.3} seconds.\n",
+                elapsed.as_secs_f64()
+            );
+        }
+    }
+}
+
+impl Sink {
+    /// Writes a batch.
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        match self {
+            Sink::Table(_, batches) => batches.push(batch.clone()),
+            Sink::Csv(w) => w.write(batch)?,
+            Sink::Json(w) => w.write(batch)?,
+            Sink::Ndjson(w) => w.write(batch)?,
+        }
+        Ok(())
+    }
+
+    /// Finishes the result.
+    pub fn finish(self) -> Result<()> {
+        match self {
+            Sink::Table(schema, batches) => {
+                let table =
+                    arrow::util::pretty::pretty_format_batches_with_schema(schema, &batches)?;
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "{table}").map_err(ArrowError::from)?;
+            }
+            Sink::Csv(w) => {
+                w.into_inner().flush().map_err(ArrowError::from)?;
+            }
+            Sink::Json(mut w) => {
+                w.finish()?;
+                let mut out = w.into_inner();
+                writeln!(out).map_err(ArrowError::from)?;
+                out.flush().map_err(ArrowError::from)?;
+            }
+            Sink::Ndjson(mut w) => {
+                w.finish()?;
+                w.into_inner().flush().map_err(ArrowError::from)?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,202 @@
+//! The `zarr-sql` binary: formats, stdout/stderr discipline, exit codes, the queries folder.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use common::*;
+
+const U7: &str = "tests/data/corpus/00_zarr_python_defaults_U7/data.zarr";
+
+#[test]
+fn every_query_file_gives_its_expected_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files: Vec<_> = std::fs::read_dir(root().join("queries"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sql"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 6);
+    for file in files {
+        let name = file.file_stem().unwrap().to_string_lossy().to_string();
+        // Files that write, write into a temporary directory.
+        let sql = std::fs::read_to_string(&file)
+            .unwrap()
+            .replace("'target/demo/", &format!("'{}/", dir.path().display()));
+        let script = dir.path().join(format!("{name}.sql"));
+        std::fs::write(&script, sql).unwrap();
+        let out = zarr_sql(&["-q", "--format", "csv", "-f", script.to_str().unwrap()]);
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+        let expected =
+            std::fs::read_to_string(root().join(format!("queries/expected/{name}.csv"))).unwrap();
+        assert_eq!(stdout(&out), expected, "{name}");
+    }
+}
+
+#[test]
+fn formats() {
+    let sql = format!("SELECT dim_0, value FROM read_zarr('{U7}') WHERE dim_0 < 2 ORDER BY dim_0");
+    let csv = zarr_sql(&["-q", "--format", "csv", "-c", &sql]);
+    assert_eq!(stdout(&csv), "dim_0,value\n0,ab\n1,héllo\n");
+    let json = zarr_sql(&["-q", "--format", "json", "-c", &sql]);
+    assert_eq!(
+        stdout(&json),
+        "[{\"dim_0\":0,\"value\":\"ab\"},{\"dim_0\":1,\"value\":\"héllo\"}]\n"
+    );
+    for f in ["ndjson", "nd-json"] {
+        let nd = zarr_sql(&["-q", "--format", f, "-c", &sql]);
+        assert_eq!(
+            stdout(&nd),
+            "{\"dim_0\":0,\"value\":\"ab\"}\n{\"dim_0\":1,\"value\":\"héllo\"}\n",
+            "{f}"
+        );
+    }
+    let table = zarr_sql(&["-c", &sql]);
+    assert_eq!(
+        stdout(&table),
+        "+-------+-------+\n| dim_0 | value |\n+-------+-------+\n| 0     | ab    |\n| 1     | héllo |\n+-------+-------+\n"
+    );
+    // Row counts and timings go to stderr, and away with -q.
+    assert!(
+        stderr(&table).contains("2 rows fetched."),
+        "{}",
+        stderr(&table)
+    );
+    assert_eq!(stderr(&csv), "");
+}
+
+#[test]
+fn location_is_registered_as_t() {
+    let out = zarr_sql(&[
+        U7,
+        "-q",
+        "--format",
+        "csv",
+        "-c",
+        "SELECT count(*) AS n FROM t",
+        "-c",
+        "SELECT value FROM t WHERE dim_0 = 5",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "n\n8\nvalue\n日本\n");
+    let out = zarr_sql(&[
+        U7,
+        "-o",
+        "string_type=large_utf8",
+        "-q",
+        "--format",
+        "csv",
+        "-c",
+        "SELECT arrow_typeof(value) AS t FROM t LIMIT 1",
+    ]);
+    assert_eq!(stdout(&out), "t\nLargeUtf8\n", "{}", stderr(&out));
+}
+
+#[test]
+fn statements_from_piped_stdin() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zarr-sql"))
+        .args([U7, "-q", "--format", "csv"])
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"SELECT count(*) AS n FROM t;\nSELECT value FROM t WHERE dim_0 = 6;\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "n\n8\nvalue\n🦀rust\n");
+}
+
+#[test]
+fn errors_go_to_stderr_with_a_nonzero_exit() {
+    let cases = [
+        vec!["-c", "SELECT * FROM read_zarr('/no/such/store')"],
+        vec![
+            "-c",
+            "SELECT * FROM read_zarr('tests/data/fixtures/invalid_utf32.zarr')",
+        ],
+        vec!["-c", "SELEKT 1"],
+        vec!["/no/such/store", "-c", "SELECT 1"],
+        vec![U7, "-o", "colour=red", "-c", "SELECT 1"],
+    ];
+    for args in cases {
+        let out = zarr_sql(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.starts_with("Error: "), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(stdout(&out), "", "{args:?}");
+    }
+    let out = zarr_sql(&[
+        "-c",
+        "SELECT * FROM read_zarr('tests/data/fixtures/invalid_utf32.zarr')",
+    ]);
+    assert!(
+        stderr(&out).contains("code unit 0x0000D800 is not a Unicode scalar value"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn copy_to_parquet_from_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("out.parquet");
+    let sql = format!(
+        "COPY (SELECT * FROM read_zarr('{U7}')) TO '{}' STORED AS PARQUET",
+        target.display()
+    );
+    let out = zarr_sql(&["-q", "-c", &sql]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let check = zarr_sql(&[
+        "-q",
+        "--format",
+        "csv",
+        "-c",
+        &format!(
+            "SELECT count(*) AS n, max(value) AS m FROM '{}'",
+            target.display()
+        ),
+    ]);
+    assert_eq!(stdout(&check), "n,m\n8,🦀rust\n", "{}", stderr(&check));
+}
+
+#[test]
+fn subcommands_are_discoverable_from_the_help() {
+    let help = zarr_sql(&["--help"]);
+    assert!(help.status.success(), "{}", stderr(&help));
+    let text = stdout(&help);
+    assert!(
+        text.contains("Usage: zarr-sql [OPTIONS] [LOCATION]"),
+        "{text}"
+    );
+    for line in ["  export ", "  inspect "] {
+        assert!(text.contains(line), "top-level help lists '{line}': {text}");
+    }
+    for (sub, usage) in [
+        (
+            "export",
+            "Usage: zarr-sql export [OPTIONS] <LOCATION> <OUTPUT>",
+        ),
+        ("inspect", "Usage: zarr-sql inspect [OPTIONS] <LOCATION>"),
+    ] {
+        let help = zarr_sql(&[sub, "--help"]);
+        assert!(help.status.success(), "{}", stderr(&help));
+        assert!(stdout(&help).contains(usage), "{}", stdout(&help));
+    }
+    // `help export` works as in cargo.
+    let help = zarr_sql(&["help", "export"]);
+    assert!(
+        stdout(&help).contains("Usage: zarr-sql export"),
+        "{}",
+        stdout(&help)
+    );
+}
