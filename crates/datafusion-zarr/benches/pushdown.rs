@@ -21,7 +21,7 @@
 //! python3 benches/peer/make_pushdown_store.py      # benches/data/stations.zarr
 //! python3 benches/peer/make_store.py --n 10000000 --out benches/data/strings_10m.zarr
 //! python3 benches/peer/make_store.py --n 10000000 --uncompressed --out benches/data/strings_10m_raw.zarr
-//! CARGO_TARGET_DIR=/work/target-bench cargo bench --bench pushdown
+//! CARGO_TARGET_DIR=/work/target-bench cargo bench -p datafusion-zarr --bench pushdown
 //! ```
 
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! UTF-32 input (elements × 64) per second:
 //!
 //! - `decode_only/N` — the limit: fetch and decode (zstd) every chunk with
-//!   `datafusion_zarr::scan::read_chunk`, no transcoding, N chunks in flight as tokio tasks on a
+//!   `datafusion_zarr::bench_support::decode_all`, no transcoding, N chunks in flight as tokio tasks on a
 //!   runtime of N workers;
 //! - `scan/N` — `SELECT count(*) FROM t WHERE value LIKE '%ab%'` with `target_partitions = N`,
 //!   on a runtime of N workers (the `LIKE` runs on the UTF-32 code units in the scan, and only
@@ -15,7 +15,7 @@
 //!
 //! ```text
 //! python3 benches/peer/make_store.py        # once: benches/data/strings_20m.zarr
-//! CARGO_TARGET_DIR=/work/target-bench cargo bench --bench scan
+//! CARGO_TARGET_DIR=/work/target-bench cargo bench -p datafusion-zarr --bench scan
 //! ```
 //!
 //! `ZARR_BENCH_STORE` names another store (e.g. `benches/data/strings_1m.zarr`).

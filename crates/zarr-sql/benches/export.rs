@@ -15,7 +15,7 @@
 //!
 //! ```text
 //! python3 benches/peer/make_store.py        # once: benches/data/strings_20m.zarr
-//! CARGO_TARGET_DIR=/work/target-bench cargo bench --bench export
+//! CARGO_TARGET_DIR=/work/target-bench cargo bench -p zarr-sql --bench export
 //! ```
 //!
 //! `ZARR_BENCH_STORE` names another store; `ZARR_SQL_BIN` another `zarr-sql` (default: the one
