@@ -217,68 +217,56 @@ fn runs(ids: &[u64]) -> Vec<Range<u64>> {
     out
 }
 
+impl ZarrScanExec {
+    /// What EXPLAIN shows after the projection, as `key=value` pairs in order.
+    fn explained(&self) -> Vec<(&'static str, String)> {
+        let list = |items: Vec<String>| format!("[{}]", items.join(", "));
+        let mut fields = vec![("chunks", self.planned_chunks().to_string())];
+        if !self.raw_filters.is_empty() {
+            let shown = self.raw_filters.iter().map(|r| r.to_string()).collect();
+            fields.push(("utf32_filters", list(shown)));
+        }
+        if let Some(p) = &self.selection.predicate {
+            let pruned = self.selection.total - self.selection.ids.len() as u64;
+            fields.push(("pruning_predicate", p.clone()));
+            fields.push(("chunks_pruned", pruned.to_string()));
+        }
+        if !self.dynamic_filters.is_empty() {
+            let shown = self.dynamic_filters.iter().map(|d| d.to_string()).collect();
+            fields.push(("dynamic_filters", list(shown)));
+        }
+        if let Some(limit) = self.limit {
+            fields.push(("limit", limit.to_string()));
+        }
+        fields
+    }
+}
+
 impl DisplayAs for ZarrScanExec {
     fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        let names: Vec<&str> = self
-            .schema
-            .fields()
-            .iter()
-            .map(|f| f.name().as_str())
-            .collect();
         match t {
             DisplayFormatType::Default | DisplayFormatType::Verbose => {
+                let names: Vec<&str> = self
+                    .schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().as_str())
+                    .collect();
                 write!(
                     f,
-                    "ZarrScanExec: node={}, projection=[{}], chunks={}",
+                    "ZarrScanExec: node={}, projection=[{}]",
                     self.model.display,
-                    names.join(", "),
-                    self.planned_chunks()
+                    names.join(", ")
                 )?;
-                if !self.raw_filters.is_empty() {
-                    let shown: Vec<String> =
-                        self.raw_filters.iter().map(|r| r.to_string()).collect();
-                    write!(f, ", utf32_filters=[{}]", shown.join(", "))?;
-                }
-                if let Some(p) = &self.selection.predicate {
-                    write!(
-                        f,
-                        ", pruning_predicate={p}, chunks_pruned={}",
-                        self.selection.total - self.selection.ids.len() as u64
-                    )?;
-                }
-                if !self.dynamic_filters.is_empty() {
-                    let shown: Vec<String> =
-                        self.dynamic_filters.iter().map(|d| d.to_string()).collect();
-                    write!(f, ", dynamic_filters=[{}]", shown.join(", "))?;
-                }
-                if let Some(limit) = self.limit {
-                    write!(f, ", limit={limit}")?;
+                for (key, value) in self.explained() {
+                    write!(f, ", {key}={value}")?;
                 }
                 Ok(())
             }
             DisplayFormatType::TreeRender => {
                 writeln!(f, "node={}", self.model.display)?;
-                writeln!(f, "chunks={}", self.planned_chunks())?;
-                if !self.raw_filters.is_empty() {
-                    let shown: Vec<String> =
-                        self.raw_filters.iter().map(|r| r.to_string()).collect();
-                    writeln!(f, "utf32_filters=[{}]", shown.join(", "))?;
-                }
-                if let Some(p) = &self.selection.predicate {
-                    writeln!(f, "pruning_predicate={p}")?;
-                    writeln!(
-                        f,
-                        "chunks_pruned={}",
-                        self.selection.total - self.selection.ids.len() as u64
-                    )?;
-                }
-                if !self.dynamic_filters.is_empty() {
-                    let shown: Vec<String> =
-                        self.dynamic_filters.iter().map(|d| d.to_string()).collect();
-                    writeln!(f, "dynamic_filters=[{}]", shown.join(", "))?;
-                }
-                if let Some(limit) = self.limit {
-                    writeln!(f, "limit={limit}")?;
+                for (key, value) in self.explained() {
+                    writeln!(f, "{key}={value}")?;
                 }
                 Ok(())
             }
