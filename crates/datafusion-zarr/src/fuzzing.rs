@@ -10,12 +10,12 @@ use crate::scan::{Elements, decode_chunk};
 /// Metadata parsing: any bytes as a `zarr.json` (or `.zarray`), then the fill chunk of a
 /// small array.
 pub fn metadata(data: &[u8]) {
-    let Ok(node) = parse_array("fuzz://store", "a", data) else {
-        return;
-    };
     let options = ZarrOptions {
         max_chunk_bytes: 1 << 20,
         ..ZarrOptions::default()
+    };
+    let Ok(node) = parse_array("fuzz://store", "a", data, &Limits::of(&options)) else {
+        return;
     };
     if node.array.is_some() {
         let zeros = vec![0u64; node.shape.len()];
@@ -67,7 +67,8 @@ pub fn chunk(data: &[u8]) {
 }
 
 fn array(i: usize) -> Option<ArrayNode> {
-    parse_array("fuzz://store", "a", ARRAYS[i].as_bytes()).ok()
+    let limits = Limits::of(&ZarrOptions::default());
+    parse_array("fuzz://store", "a", ARRAYS[i].as_bytes(), &limits).ok()
 }
 
 /// The transcoding kernels against the reference decoder: the first byte picks the element

@@ -46,6 +46,10 @@ impl Limits {
     }
 }
 
+/// The least a variable-length element (the `string` data type) takes once decoded: zarrs keeps
+/// an offset (`usize`) for it, so a chunk's element count alone can exhaust memory.
+pub(crate) const VARIABLE_ELEMENT_BYTES: u64 = std::mem::size_of::<usize>() as u64;
+
 thread_local! {
     /// The bound of the decode running on this thread, if one is.
     static DECODE_BOUND: Cell<Option<u64>> = const { Cell::new(None) };

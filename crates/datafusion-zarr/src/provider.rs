@@ -57,7 +57,7 @@ impl ZarrTable {
     /// whose object store is registered in `runtime`).
     pub async fn open(runtime: &RuntimeEnv, location: &str, options: ZarrOptions) -> Result<Self> {
         let store = ZarrStore::open(runtime, location)?;
-        let node = open_node(&store, &options.path, Limits::of(&options).metadata).await?;
+        let node = open_node(&store, &options.path, &Limits::of(&options)).await?;
         let model = TableModel::new(store, node, options)?;
         Ok(Self {
             model: Arc::new(model),

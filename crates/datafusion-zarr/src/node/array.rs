@@ -10,23 +10,41 @@ use zarrs::array::data_type::{
     Int8DataType, Int16DataType, Int32DataType, Int64DataType, StringDataType, UInt8DataType,
     UInt16DataType, UInt32DataType, UInt64DataType,
 };
-use zarrs::array::{ArrayCreateError, ArrayMetadata, ArrayMetadataV3};
+use zarrs::array::{ArrayCreateError, ArrayMetadata, ArrayMetadataV3, DataType};
 use zarrs::metadata_ext::chunk_grid::regular::RegularChunkGridConfiguration;
 use zarrs::metadata_ext::codec::sharding::ShardingCodecConfiguration;
 
 use super::{ArrayNode, ElementKind, InnerChunks, ZarrsArray, array_name, validate};
 use crate::codecs::shard_index::ShardIndexLayout;
 use crate::error::{Result, ZarrError};
+use crate::limits::{Limits, VARIABLE_ELEMENT_BYTES};
 
-pub(super) fn finish(
-    display: String,
-    path: &str,
-    zarr_format: u8,
-    data_type_name: String,
-    dimension_names: Vec<Option<String>>,
-    meta: ArrayMetadata,
-    doc: Value,
-) -> Result<ArrayNode> {
+/// One array's metadata, parsed by [`super::v3`] or [`super::v2`].
+pub(super) struct Parsed {
+    /// The store and path, as shown in errors.
+    pub(super) display: String,
+    /// 2 or 3.
+    pub(super) zarr_format: u8,
+    /// The data type as written.
+    pub(super) data_type_name: String,
+    /// One entry per dimension.
+    pub(super) dimension_names: Vec<Option<String>>,
+    /// What zarrs parsed.
+    pub(super) meta: ArrayMetadata,
+    /// The document(s) as JSON.
+    pub(super) doc: Value,
+}
+
+/// Builds the node of the array at `path` from its parsed metadata, within `limits`.
+pub(super) fn finish(parsed: Parsed, path: &str, limits: &Limits) -> Result<ArrayNode> {
+    let Parsed {
+        display,
+        zarr_format,
+        data_type_name,
+        dimension_names,
+        meta,
+        doc,
+    } = parsed;
     let shape = match &meta {
         ArrayMetadata::V3(m) => m.shape.clone(),
         ArrayMetadata::V2(m) => m.shape.clone(),
@@ -46,6 +64,15 @@ pub(super) fn finish(
         }
         ArrayMetadata::V2(_) => Ok(None),
     };
+    // zarrs allocates the fill value (one element) when it builds the array, and every read
+    // decodes a chunk: both sizes come from the metadata, so they are held to the table's
+    // limit before zarrs sees them.
+    let read_chunk_shape = match (&sharding, &meta) {
+        (Ok(Some((_, Some(inner)))), _) => Some(inner.shape.clone()),
+        (_, ArrayMetadata::V3(m)) => regular_chunk_shape(m),
+        (_, ArrayMetadata::V2(m)) => Some(m.chunks.iter().map(|d| d.get()).collect()),
+    };
+    check_sizes(&display, &meta, read_chunk_shape.as_deref(), limits)?;
     let node_path = format!("/{path}");
     let (array, kind) = match ZarrsArray::new_with_metadata(Arc::new(()), &node_path, meta) {
         Ok(array) => {
@@ -85,6 +112,45 @@ pub(super) fn finish(
         shard_index,
         inner,
     })
+}
+
+/// Holds one element and one chunk as read (`chunk_shape`, an inner chunk for sharded arrays)
+/// to `limits.chunk`, from the data type's size as zarrs would compute it, before zarrs
+/// allocates anything from them. A variable-length element counts as the offset zarrs keeps
+/// for it ([`crate::limits::VARIABLE_ELEMENT_BYTES`]). Data types zarrs does not know are
+/// left to the other checks.
+fn check_sizes(
+    display: &str,
+    meta: &ArrayMetadata,
+    chunk_shape: Option<&[u64]>,
+    limits: &Limits,
+) -> Result<()> {
+    let data_type = match meta {
+        ArrayMetadata::V3(m) => DataType::from_metadata(&m.data_type),
+        ArrayMetadata::V2(m) => DataType::from_metadata(&m.dtype),
+    };
+    let Ok(data_type) = data_type else {
+        return Ok(());
+    };
+    let element = match data_type.fixed_size() {
+        Some(size) => {
+            let size = size as u64;
+            limits
+                .chunk
+                .check(display, "one element of the data type", Some(size))?;
+            size
+        }
+        None => VARIABLE_ELEMENT_BYTES,
+    };
+    if let Some(shape) = chunk_shape {
+        let bytes = shape.iter().try_fold(element, |acc, &d| acc.checked_mul(d));
+        limits.chunk.check(
+            display,
+            "a chunk as declared (chunk shape × element size)",
+            bytes,
+        )?;
+    }
+    Ok(())
 }
 
 /// The chunk (for a sharded array, shard) shape of a regular chunk grid.

@@ -6,28 +6,30 @@ use serde_json::{Map, Value};
 
 use super::{GroupNode, Node, display_in, parse_json, v2, v3, validate};
 use crate::error::{Result, ZarrError};
-use crate::limits::Limit;
+use crate::limits::Limits;
 use crate::store::{ZarrStore, join_key, normalize_node_path};
 
-/// Opens the node at `path`, reading metadata documents of at most `limit` bytes.
-pub(crate) async fn open_node(store: &ZarrStore, path: &str, limit: Limit) -> Result<Node> {
+/// Opens the node at `path` within `limits` (metadata documents, and the sizes the metadata
+/// declares).
+pub(crate) async fn open_node(store: &ZarrStore, path: &str, limits: &Limits) -> Result<Node> {
     crate::codecs::register();
     let path = normalize_node_path(path)?;
     let display = node_display(store, &path);
-    if let Some(doc) = get_json(store, &join_key(&path, "zarr.json"), limit).await? {
-        return open_v3(store, &path, doc, limit).await;
+    if let Some(doc) = get_json(store, &join_key(&path, "zarr.json"), limits).await? {
+        return open_v3(store, &path, doc, limits).await;
     }
-    if let Some(zarray) = get_json(store, &join_key(&path, ".zarray"), limit).await? {
-        let zattrs = get_json(store, &join_key(&path, ".zattrs"), limit).await?;
+    if let Some(zarray) = get_json(store, &join_key(&path, ".zarray"), limits).await? {
+        let zattrs = get_json(store, &join_key(&path, ".zattrs"), limits).await?;
         return Ok(Node::Array(v2::array(
             store.display_location(),
             &path,
             zarray,
             zattrs,
+            limits,
         )?));
     }
-    if let Some(zgroup) = get_json(store, &join_key(&path, ".zgroup"), limit).await? {
-        return open_v2_group(store, &path, zgroup, limit).await;
+    if let Some(zgroup) = get_json(store, &join_key(&path, ".zgroup"), limits).await? {
+        return open_v2_group(store, &path, zgroup, limits).await;
     }
     Err(ZarrError::metadata(
         display,
@@ -39,8 +41,8 @@ fn node_display(store: &ZarrStore, path: &str) -> String {
     display_in(store.display_location(), path)
 }
 
-async fn get_json(store: &ZarrStore, key: &str, limit: Limit) -> Result<Option<Value>> {
-    let Some(bytes) = store.get(key, limit).await? else {
+async fn get_json(store: &ZarrStore, key: &str, limits: &Limits) -> Result<Option<Value>> {
+    let Some(bytes) = store.get(key, limits.metadata).await? else {
         return Ok(None);
     };
     let doc = parse_json(&bytes).map_err(|e| {
@@ -56,11 +58,16 @@ async fn get_json(store: &ZarrStore, key: &str, limit: Limit) -> Result<Option<V
     Ok(Some(doc))
 }
 
-async fn open_v3(store: &ZarrStore, path: &str, doc: Value, limit: Limit) -> Result<Node> {
+async fn open_v3(store: &ZarrStore, path: &str, doc: Value, limits: &Limits) -> Result<Node> {
     let display = node_display(store, path);
     validate::zarr_format(&display, &doc, 3)?;
     match doc.get("node_type").and_then(Value::as_str) {
-        Some("array") => Ok(Node::Array(v3::array(store.display_location(), path, doc)?)),
+        Some("array") => Ok(Node::Array(v3::array(
+            store.display_location(),
+            path,
+            doc,
+            limits,
+        )?)),
         Some("group") => {
             let attributes = attributes_of(&doc);
             let mut arrays = Vec::new();
@@ -79,6 +86,7 @@ async fn open_v3(store: &ZarrStore, path: &str, doc: Value, limit: Limit) -> Res
                             store.display_location(),
                             &child_path,
                             child.clone(),
+                            limits,
                         )?),
                         Some("group") => groups.push(name.clone()),
                         _ => {
@@ -93,14 +101,17 @@ async fn open_v3(store: &ZarrStore, path: &str, doc: Value, limit: Limit) -> Res
                 for name in store.list_children(path).await? {
                     let child_path = join_key(path, &name);
                     let key = join_key(&child_path, "zarr.json");
-                    let Some(child) = get_json(store, &key, limit).await? else {
+                    let Some(child) = get_json(store, &key, limits).await? else {
                         continue; // a directory that is not a node (e.g. a chunk prefix)
                     };
                     validate::zarr_format(&node_display(store, &child_path), &child, 3)?;
                     match child.get("node_type").and_then(Value::as_str) {
-                        Some("array") => {
-                            arrays.push(v3::array(store.display_location(), &child_path, child)?)
-                        }
+                        Some("array") => arrays.push(v3::array(
+                            store.display_location(),
+                            &child_path,
+                            child,
+                            limits,
+                        )?),
                         Some("group") => groups.push(name),
                         _ => {
                             return Err(ZarrError::metadata(
@@ -137,17 +148,22 @@ fn attributes_of(doc: &Value) -> Map<String, Value> {
         .unwrap_or_default()
 }
 
-async fn open_v2_group(store: &ZarrStore, path: &str, zgroup: Value, limit: Limit) -> Result<Node> {
+async fn open_v2_group(
+    store: &ZarrStore,
+    path: &str,
+    zgroup: Value,
+    limits: &Limits,
+) -> Result<Node> {
     let display = node_display(store, path);
     validate::zarr_format(&display, &zgroup, 2)?;
-    let attributes = get_json(store, &join_key(path, ".zattrs"), limit)
+    let attributes = get_json(store, &join_key(path, ".zattrs"), limits)
         .await?
         .and_then(|v| v.as_object().cloned())
         .unwrap_or_default();
     let mut arrays = Vec::new();
     let mut groups = Vec::new();
     // zarr-python 2's consolidated metadata lives in `.zmetadata` at the store root.
-    let consolidated = get_json(store, ".zmetadata", limit)
+    let consolidated = get_json(store, ".zmetadata", limits)
         .await?
         .and_then(|v| v.get("metadata").and_then(Value::as_object).cloned());
     if let Some(entries) = consolidated {
@@ -176,6 +192,7 @@ async fn open_v2_group(store: &ZarrStore, path: &str, zgroup: Value, limit: Limi
                     &child_path,
                     zarray.clone(),
                     zattrs,
+                    limits,
                 )?);
             } else {
                 groups.push(name.to_string());
@@ -184,15 +201,17 @@ async fn open_v2_group(store: &ZarrStore, path: &str, zgroup: Value, limit: Limi
     } else {
         for name in store.list_children(path).await? {
             let child_path = join_key(path, &name);
-            if let Some(zarray) = get_json(store, &join_key(&child_path, ".zarray"), limit).await? {
-                let zattrs = get_json(store, &join_key(&child_path, ".zattrs"), limit).await?;
+            if let Some(zarray) = get_json(store, &join_key(&child_path, ".zarray"), limits).await?
+            {
+                let zattrs = get_json(store, &join_key(&child_path, ".zattrs"), limits).await?;
                 arrays.push(v2::array(
                     store.display_location(),
                     &child_path,
                     zarray,
                     zattrs,
+                    limits,
                 )?);
-            } else if get_json(store, &join_key(&child_path, ".zgroup"), limit)
+            } else if get_json(store, &join_key(&child_path, ".zgroup"), limits)
                 .await?
                 .is_some()
             {

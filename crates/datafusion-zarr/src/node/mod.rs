@@ -23,6 +23,7 @@ use zarrs::array::Array;
 
 use crate::codecs::shard_index::ShardIndexLayout;
 use crate::error::{Result, ZarrError};
+use crate::limits::Limits;
 
 pub(crate) use discover::open_node;
 
@@ -145,16 +146,21 @@ pub(crate) fn display_in(location: &str, path: &str) -> String {
 
 /// Parses one array's metadata document (`zarr.json`, or `.zarray` for Zarr V2) without I/O:
 /// what `open_node` does for an array, for tools and fuzzing.
-pub(crate) fn parse_array(location: &str, path: &str, document: &[u8]) -> Result<ArrayNode> {
+pub(crate) fn parse_array(
+    location: &str,
+    path: &str,
+    document: &[u8],
+    limits: &Limits,
+) -> Result<ArrayNode> {
     crate::codecs::register();
     let display = display_in(location, path);
     let doc = parse_json(document)
         .map_err(|e| ZarrError::metadata(&display, format!("not valid JSON: {e}")))?;
     match doc.get("zarr_format").and_then(Value::as_u64) {
-        Some(2) => v2::array(location, path, doc, None),
+        Some(2) => v2::array(location, path, doc, None, limits),
         _ => {
             validate::zarr_format(&display, &doc, 3)?;
-            v3::array(location, path, doc)
+            v3::array(location, path, doc, limits)
         }
     }
 }

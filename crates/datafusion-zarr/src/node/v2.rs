@@ -5,6 +5,7 @@ use zarrs::array::{ArrayMetadata, ArrayMetadataV2};
 
 use super::{ArrayNode, array, display_in, validate};
 use crate::error::{Result, ZarrError};
+use crate::limits::Limits;
 
 /// Builds a V2 array node from `.zarray` (and `.zattrs`).
 pub(super) fn array(
@@ -12,6 +13,7 @@ pub(super) fn array(
     path: &str,
     mut zarray: Value,
     zattrs: Option<Value>,
+    limits: &Limits,
 ) -> Result<ArrayNode> {
     let display = display_in(location, path);
     validate::zarr_format(&display, &zarray, 2)?;
@@ -54,15 +56,15 @@ pub(super) fn array(
         .map_err(|e| ZarrError::metadata(&display, format!("invalid .zarray: {e}")))?;
     let mut doc = zarray;
     doc["attributes"] = attributes;
-    array::finish(
+    let parsed = array::Parsed {
         display,
-        path,
-        2,
+        zarr_format: 2,
         data_type_name,
         dimension_names,
-        ArrayMetadata::V2(meta),
+        meta: ArrayMetadata::V2(meta),
         doc,
-    )
+    };
+    array::finish(parsed, path, limits)
 }
 
 fn is_v2_unicode(dtype: &str) -> bool {

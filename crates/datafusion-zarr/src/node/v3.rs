@@ -5,9 +5,10 @@ use zarrs::array::{ArrayMetadata, ArrayMetadataV3};
 
 use super::{ArrayNode, array, display_in, validate};
 use crate::error::{Result, ZarrError};
+use crate::limits::Limits;
 
 /// Builds a V3 array node from its `zarr.json`.
-pub(super) fn array(location: &str, path: &str, doc: Value) -> Result<ArrayNode> {
+pub(super) fn array(location: &str, path: &str, doc: Value, limits: &Limits) -> Result<ArrayNode> {
     let display = display_in(location, path);
     let data_type = doc
         .get("data_type")
@@ -34,13 +35,13 @@ pub(super) fn array(location: &str, path: &str, doc: Value) -> Result<ArrayNode>
         Some(names) => names.clone(),
         None => vec![None; meta.shape.len()],
     };
-    array::finish(
+    let parsed = array::Parsed {
         display,
-        path,
-        3,
+        zarr_format: 3,
         data_type_name,
         dimension_names,
-        ArrayMetadata::V3(meta),
+        meta: ArrayMetadata::V3(meta),
         doc,
-    )
+    };
+    array::finish(parsed, path, limits)
 }

@@ -40,7 +40,7 @@ use datafusion::physical_plan::{
 
 pub(crate) use filter::ScanFilter;
 pub(crate) use grid::{UnitGrid, unravel};
-pub(crate) use pruning::{ChunkSelection, select_chunks};
+pub(crate) use pruning::{ChunkSelection, MAX_PLANNED_UNITS, select_chunks};
 pub(crate) use raw_filter::RawFilter;
 pub(crate) use read::{Elements, decode_chunk, read_chunk};
 
@@ -68,8 +68,10 @@ pub struct ZarrScanExec {
     /// Filters DataFusion updates while the query runs (TopK thresholds, hash join bounds),
     /// checked before each work unit is read.
     dynamic_filters: Vec<Arc<dyn PhysicalExpr>>,
-    /// Rows of each partition.
-    partition_rows: Vec<u64>,
+    /// Rows of each partition, when counted (see `MAX_PLANNED_UNITS`).
+    partition_rows: Vec<Option<u64>>,
+    /// Rows of the whole scan, when known.
+    total_rows: Option<u64>,
     limit: Option<usize>,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
@@ -91,34 +93,42 @@ impl ZarrScanExec {
         let schema = Arc::new(model.schema.project(&projection).map_err(|e| {
             ZarrError::internal(format!("projecting the columns {projection:?}: {e}"))
         })?);
-        let chunk_rows = |id: u64| units.rows(id);
-        let ids = &selection.ids;
-        // With a limit (and so no filter), only the leading chunks that hold `limit` rows are
+        let selected = selection.selected();
+        // With a limit (and so no filter), only the leading units that hold `limit` rows are
         // read, in one partition, so `LIMIT n` fetches as few chunks as it can.
-        let groups: Vec<&[u64]> = if let Some(limit) = limit {
-            let mut rows = 0u64;
-            let mut end = 0usize;
-            while end < ids.len() && rows < limit as u64 {
-                rows += chunk_rows(ids[end])?;
-                end += 1;
+        let groups: Vec<Vec<Range<u64>>> = match limit {
+            Some(limit) => vec![leading_units(&selection.runs, &units, limit as u64)?],
+            None => {
+                let n = (target_partitions.max(1) as u64).min(selected.max(1));
+                let share = |p: u64| (u128::from(selected) * u128::from(p) / u128::from(n)) as u64;
+                (0..n)
+                    .map(|p| slice_runs(&selection.runs, share(p)..share(p + 1)))
+                    .collect()
             }
-            vec![&ids[..end]]
-        } else {
-            let n = target_partitions.max(1).min(ids.len().max(1));
-            (0..n)
-                .map(|p| &ids[ids.len() * p / n..ids.len() * (p + 1) / n])
-                .collect()
         };
         let mut partitions = Vec::with_capacity(groups.len());
         let mut partition_rows = Vec::with_capacity(groups.len());
         for group in groups {
-            let mut rows = 0u64;
-            for &id in group {
-                rows += chunk_rows(id)?;
-            }
-            partition_rows.push(limit.map_or(rows, |l| rows.min(l as u64)));
-            partitions.push(runs(group));
+            let count: u64 = group.iter().map(|r| r.end - r.start).sum();
+            let rows = match count <= MAX_PLANNED_UNITS {
+                true => Some(
+                    group
+                        .iter()
+                        .flat_map(Range::clone)
+                        .try_fold(0u64, |acc, id| {
+                            Ok::<_, ZarrError>(acc.saturating_add(units.rows(id)?))
+                        })?,
+                ),
+                false => None,
+            };
+            partition_rows.push(rows.map(|r| limit.map_or(r, |l| r.min(l as u64))));
+            partitions.push(group);
         }
+        // A scan of every unit reads every row, counted or not.
+        let total_rows = match (limit, selection.pruned()) {
+            (None, 0) => model.num_rows().ok(),
+            _ => partition_rows.iter().copied().sum(),
+        };
         // Each partition is sorted by the leading index columns it outputs (see `row_order`).
         let mut equivalences = EquivalenceProperties::new(schema.clone());
         let ordering: Vec<PhysicalSortExpr> = row_order(&model, &units)
@@ -146,6 +156,7 @@ impl ZarrScanExec {
             schema,
             partitions,
             partition_rows,
+            total_rows,
             selection: Arc::new(selection),
             raw_filters: Arc::new(Vec::new()),
             dynamic_filters: Vec::new(),
@@ -169,7 +180,8 @@ impl ZarrScanExec {
     /// Reports progress to `progress` (its totals grow by this scan's rows and chunks).
     pub(crate) fn with_progress(mut self, progress: Option<Arc<dyn ScanProgress>>) -> Self {
         if let Some(p) = &progress {
-            p.planned(self.partition_rows.iter().sum(), self.planned_chunks());
+            let rows = self.partition_rows.iter().flatten().sum();
+            p.planned(rows, self.planned_chunks());
         }
         self.progress = progress;
         self
@@ -205,14 +217,34 @@ pub(crate) fn row_order(model: &TableModel, units: &UnitGrid) -> Vec<String> {
         .collect()
 }
 
-/// Consecutive ids as ranges.
-fn runs(ids: &[u64]) -> Vec<Range<u64>> {
+/// The leading units of `runs` that hold `limit` rows, as runs.
+fn leading_units(runs: &[Range<u64>], units: &UnitGrid, limit: u64) -> Result<Vec<Range<u64>>> {
     let mut out: Vec<Range<u64>> = Vec::new();
-    for &id in ids {
+    let mut rows = 0u64;
+    for id in runs.iter().flat_map(Range::clone) {
+        if rows >= limit {
+            break;
+        }
+        rows = rows.saturating_add(units.rows(id)?);
         match out.last_mut() {
             Some(r) if r.end == id => r.end += 1,
             _ => out.push(id..id + 1),
         }
+    }
+    Ok(out)
+}
+
+/// The units at positions `positions` of the concatenation of `runs`, as runs.
+fn slice_runs(runs: &[Range<u64>], positions: Range<u64>) -> Vec<Range<u64>> {
+    let mut out = Vec::new();
+    let mut at = 0u64;
+    for r in runs {
+        let len = r.end - r.start;
+        let (from, to) = (positions.start.max(at), positions.end.min(at + len));
+        if from < to {
+            out.push(r.start + (from - at)..r.start + (to - at));
+        }
+        at += len;
     }
     out
 }
@@ -227,7 +259,7 @@ impl ZarrScanExec {
             fields.push(("utf32_filters", list(shown)));
         }
         if let Some(p) = &self.selection.predicate {
-            let pruned = self.selection.total - self.selection.ids.len() as u64;
+            let pruned = self.selection.pruned();
             fields.push(("pruning_predicate", p.clone()));
             fields.push(("chunks_pruned", pruned.to_string()));
         }
@@ -330,7 +362,7 @@ impl ExecutionPlan for ZarrScanExec {
             progress: self.progress.clone(),
         };
         if partition == 0 {
-            let planned = self.selection.total - self.selection.ids.len() as u64;
+            let planned = self.selection.pruned();
             metrics.chunks_pruned.add(planned as usize);
         }
         let spec = ScanSpec {
@@ -365,11 +397,14 @@ impl ExecutionPlan for ZarrScanExec {
         _input_stats: &[Arc<Statistics>],
         args: &StatisticsArgs,
     ) -> DFResult<Arc<Statistics>> {
-        let rows = match args.partition() {
-            Some(p) => self.partition_rows.get(p).copied().unwrap_or(0),
-            None => self.partition_rows.iter().sum(),
+        // Unknown when a partition has too many units to count (see `MAX_PLANNED_UNITS`).
+        let rows: Option<u64> = match args.partition() {
+            Some(p) => self.partition_rows.get(p).copied().unwrap_or(Some(0)),
+            None => self.total_rows,
         };
-        let rows = usize::try_from(rows).map_or(Precision::Absent, Precision::Exact);
+        let rows = rows
+            .and_then(|r| usize::try_from(r).ok())
+            .map_or(Precision::Absent, Precision::Exact);
         Ok(Arc::new(
             Statistics::new_unknown(&self.schema).with_num_rows(rows),
         ))
@@ -448,6 +483,7 @@ impl ZarrScanExec {
             raw_filters: Arc::new(raw_filters),
             dynamic_filters: self.dynamic_filters.clone(),
             partition_rows: self.partition_rows.clone(),
+            total_rows: self.total_rows,
             limit: self.limit,
             properties: self.properties.clone(),
             metrics: ExecutionPlanMetricsSet::new(),

@@ -16,7 +16,7 @@ use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits, CodecChain};
 
 use crate::codecs::decode_options;
 use crate::error::{Result, ZarrError};
-use crate::limits::{Limit, Limits};
+use crate::limits::{Limit, Limits, VARIABLE_ELEMENT_BYTES};
 use crate::node::ArrayNode;
 use crate::scan::grid::ReadGrid;
 use crate::store::ZarrStore;
@@ -217,10 +217,14 @@ impl<'a> ChunkToDecode<'a> {
                 .check(location(), "decoded chunk", None)
                 .unwrap_err());
         };
-        if let Some(size) = node.zarrs()?.data_type().fixed_size() {
-            let declared = num_elements.checked_mul(size as u64);
-            limits.chunk.check(location(), "decoded chunk", declared)?;
-        }
+        // A variable-length element takes at least its offset.
+        let per_element = node
+            .zarrs()?
+            .data_type()
+            .fixed_size()
+            .map_or(VARIABLE_ELEMENT_BYTES, |size| size as u64);
+        let declared = num_elements.checked_mul(per_element);
+        limits.chunk.check(location(), "decoded chunk", declared)?;
         Ok(Self {
             node,
             key,

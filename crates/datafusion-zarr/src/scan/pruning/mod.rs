@@ -14,6 +14,8 @@ mod coordinate;
 mod index;
 mod monotonic;
 
+use std::ops::Range;
+
 use datafusion::logical_expr::utils::conjunction;
 
 pub(crate) use index::GridStats;
@@ -23,15 +25,34 @@ use crate::scan::filter::ScanFilter;
 use crate::scan::grid::UnitGrid;
 use crate::table::TableModel;
 
+/// The most units planning looks at one by one. A grid with more (metadata can declare
+/// 2^40 one-element chunks in a few bytes) is not pruned before the scan, and its partitions'
+/// row counts are left unknown: planning stays bounded in time and memory whatever the
+/// metadata says. The scan still reads such a grid unit by unit, and dynamic filters still
+/// skip units while it runs.
+pub(crate) const MAX_PLANNED_UNITS: u64 = 1 << 20;
+
 /// The work units a scan reads after pruning.
 #[derive(Debug, Clone)]
 pub(crate) struct ChunkSelection {
-    /// Unit ids (C order over the grid array's read grid) that may hold matching rows.
-    pub(crate) ids: Vec<u64>,
+    /// Runs of unit ids (C order over the grid array's read grid) that may hold matching rows.
+    pub(crate) runs: Vec<Range<u64>>,
     /// Units in the grid.
     pub(crate) total: u64,
     /// The predicate used, for EXPLAIN.
     pub(crate) predicate: Option<String>,
+}
+
+impl ChunkSelection {
+    /// Units selected.
+    pub(crate) fn selected(&self) -> u64 {
+        self.runs.iter().map(|r| r.end - r.start).sum()
+    }
+
+    /// Units pruned.
+    pub(crate) fn pruned(&self) -> u64 {
+        self.total - self.selected()
+    }
 }
 
 /// Each unit's index range along each dimension: `starts[d][u]..ends[d][u]`.
@@ -67,9 +88,9 @@ pub(crate) async fn select_chunks(
         .iter()
         .filter(|f| f.is_dimension_filter(model))
         .collect();
-    if usable.is_empty() {
+    if usable.is_empty() || total > MAX_PLANNED_UNITS {
         return Ok(ChunkSelection {
-            ids: (0..total).collect(),
+            runs: std::iter::once(0..total).collect(),
             total,
             predicate: None,
         });
@@ -79,9 +100,15 @@ pub(crate) async fn select_chunks(
     let ranges = UnitRanges::of(units, containers)?;
     let mut keep = index::prune(model, &ranges, &usable, containers)?;
     coordinate::prune(model, &ranges, &usable, &mut keep).await?;
-    let ids = (0..total).filter(|&id| keep[id as usize]).collect();
+    let mut runs: Vec<Range<u64>> = Vec::new();
+    for id in (0..total).filter(|&id| keep[id as usize]) {
+        match runs.last_mut() {
+            Some(r) if r.end == id => r.end += 1,
+            _ => runs.push(id..id + 1),
+        }
+    }
     Ok(ChunkSelection {
-        ids,
+        runs,
         total,
         predicate: Some(display(&usable)),
     })
