@@ -370,7 +370,7 @@ async fn create_external_table_accepts_options_in_either_form() {
     assert!(e.contains("unknown option 'bogus'"), "{e}");
 }
 
-/// numcodecs' LZ4 (zarrs has none; `src/codecs.rs`): V2 compressor and V3 codec, and the
+/// numcodecs' LZ4 (zarrs has none; `codecs/lz4.rs`): V2 compressor and V3 codec, and the
 /// refusals of a header claiming more than the chunk declares and of a cut block.
 #[tokio::test]
 async fn numcodecs_lz4_v2_and_v3() {
@@ -411,5 +411,55 @@ async fn numcodecs_lz4_v2_and_v3() {
         std::fs::write(copy.join("c/0"), bytes).unwrap();
         let e = error(&format!("SELECT * FROM read_zarr('{}')", copy.display())).await;
         assert!(e.contains(want) && e.contains("c/0"), "{what}: {e}");
+    }
+}
+
+/// zarr-python 3's `numcodecs.zarr3` codecs write numcodecs' own configurations, which zarrs
+/// refuses: `numcodecs.zstd` without `checksum`, `numcodecs.blosc` with an integer shuffle and
+/// no `typesize`. Values (non-ASCII, and a chunk never written) against zarr-python, and a
+/// corrupted chunk of each is an error naming the chunk.
+#[tokio::test]
+async fn numcodecs_zstd_and_blosc_as_zarr_python_3_writes_them() {
+    let exp = expected();
+    for (store, want) in [
+        ("numcodecs_zstd_v3.zarr", "zstd"),
+        ("numcodecs_blosc_v3.zarr", "blosc"),
+    ] {
+        let sql = format!(
+            "SELECT value FROM read_zarr('{}') ORDER BY dim_0",
+            fixture(store)
+        );
+        let got = values(&sql, "value").await;
+        assert_eq!(Value::Array(got), exp["numcodecs_v3"][store], "{store}");
+        assert!(
+            !root()
+                .join("tests/data/fixtures")
+                .join(store)
+                .join("c/3")
+                .exists(),
+            "{store}: chunk 3 is missing, read as the fill value"
+        );
+        // The first chunk with its middle bytes flipped.
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join(store);
+        let src = root().join("tests/data/fixtures").join(store);
+        std::fs::create_dir_all(copy.join("c")).unwrap();
+        std::fs::copy(src.join("zarr.json"), copy.join("zarr.json")).unwrap();
+        let mut chunk = std::fs::read(src.join("c/0")).unwrap();
+        let middle = chunk.len() / 2;
+        for b in &mut chunk[middle.saturating_sub(4)..middle + 4] {
+            *b ^= 0xA5;
+        }
+        std::fs::write(copy.join("c/0"), &chunk).unwrap();
+        let e = error(&format!(
+            "SELECT value FROM read_zarr('{}')",
+            copy.display()
+        ))
+        .await;
+        assert!(e.contains("chunk c/0"), "{store}: names the chunk: {e}");
+        assert!(
+            e.to_lowercase().contains(want) || e.contains("cannot decode"),
+            "{store}: {e}"
+        );
     }
 }

@@ -20,6 +20,9 @@ use zarrs::array::{
 use zarrs::metadata::Configuration;
 use zarrs::metadata::v2::MetadataV2;
 use zarrs::metadata::v3::MetadataV3;
+use zarrs::metadata_ext::codec::blosc::{
+    BloscCodecConfigurationNumcodecs, codec_blosc_v2_numcodecs_to_v3,
+};
 use zarrs::plugin::{ExtensionName, PluginCreateError, ZarrVersion};
 
 use crate::limits;
@@ -61,6 +64,11 @@ pub(super) fn register() {
             let kind = Kind::of(metadata.name()).ok_or_else(|| {
                 PluginCreateError::Other(format!("unexpected codec {}", metadata.name()))
             })?;
+            // zarr-python 3's `numcodecs.*` codecs carry numcodecs' own configuration (zstd
+            // without `checksum`, blosc with an integer shuffle), which is the V2 one.
+            if let Some(id) = metadata.name().strip_prefix("numcodecs.") {
+                return wrap(create_v2(kind, &numcodecs_as_v2(id, metadata)?)?, kind);
+            }
             let inner = match kind {
                 Kind::Gzip => <GzipCodec as CodecTraitsV3>::create(metadata)?,
                 Kind::Zlib => <ZlibCodec as CodecTraitsV3>::create(metadata)?,
@@ -77,16 +85,46 @@ pub(super) fn register() {
             let kind = Kind::of(metadata.id()).ok_or_else(|| {
                 PluginCreateError::Other(format!("unexpected codec {}", metadata.id()))
             })?;
-            let inner = match kind {
-                Kind::Gzip => <GzipCodec as CodecTraitsV2>::create(metadata)?,
-                Kind::Zlib => <ZlibCodec as CodecTraitsV2>::create(metadata)?,
-                Kind::Zstd => <ZstdCodec as CodecTraitsV2>::create(metadata)?,
-                Kind::Bz2 => <Bz2Codec as CodecTraitsV2>::create(metadata)?,
-                Kind::Blosc => <BloscCodec as CodecTraitsV2>::create(metadata)?,
-            };
-            wrap(inner, kind)
+            wrap(create_v2(kind, metadata)?, kind)
         },
     ));
+}
+
+/// zarrs' codec of `kind` from V2 (numcodecs) metadata.
+fn create_v2(kind: Kind, metadata: &MetadataV2) -> Result<Codec, PluginCreateError> {
+    match kind {
+        Kind::Gzip => <GzipCodec as CodecTraitsV2>::create(metadata),
+        Kind::Zlib => <ZlibCodec as CodecTraitsV2>::create(metadata),
+        Kind::Zstd => <ZstdCodec as CodecTraitsV2>::create(metadata),
+        Kind::Bz2 => <Bz2Codec as CodecTraitsV2>::create(metadata),
+        Kind::Blosc => blosc_from_numcodecs(metadata),
+    }
+}
+
+/// zarrs' blosc codec from numcodecs' configuration (an integer `shuffle`, no `typesize`),
+/// which zarrs refuses directly. Decoding reads the shuffle and type size from each blosc
+/// header, so the configuration's matter only for encoding, which the reader never does.
+fn blosc_from_numcodecs(metadata: &MetadataV2) -> Result<Codec, PluginCreateError> {
+    let numcodecs: BloscCodecConfigurationNumcodecs = metadata
+        .to_typed_configuration()
+        .map_err(|e| PluginCreateError::Other(format!("invalid blosc configuration: {e}")))?;
+    let configuration = codec_blosc_v2_numcodecs_to_v3(&numcodecs, None);
+    let codec = BloscCodec::new_with_configuration(&configuration)?;
+    Ok(Codec::BytesToBytes(Arc::new(codec)))
+}
+
+/// The V2 metadata (`{"id": id, …configuration}`) of a V3 `numcodecs.<id>` codec.
+fn numcodecs_as_v2(id: &str, metadata: &MetadataV3) -> Result<MetadataV2, PluginCreateError> {
+    let mut document = serde_json::Map::new();
+    if let Some(configuration) = metadata.configuration() {
+        for (key, value) in configuration.iter() {
+            document.insert(key.clone(), value.clone());
+        }
+    }
+    document.insert("id".into(), id.into());
+    serde_json::from_value(document.into()).map_err(|e| {
+        PluginCreateError::Other(format!("numcodecs.{id} has an invalid configuration: {e}"))
+    })
 }
 
 fn wrap(inner: Codec, kind: Kind) -> Result<Codec, PluginCreateError> {
