@@ -463,3 +463,52 @@ async fn numcodecs_zstd_and_blosc_as_zarr_python_3_writes_them() {
         );
     }
 }
+
+/// numcodecs' checksums (`codecs/checksum.rs`), V3 after the bytes codec and V2 as a filter:
+/// values against zarr-python, and a flipped byte in a chunk is a checksum mismatch that names
+/// the codec and the chunk.
+#[tokio::test]
+async fn numcodecs_checksums_v2_and_v3() {
+    let exp = expected();
+    let stores = exp["checksums"].as_object().unwrap();
+    assert_eq!(stores.len(), 10);
+    for (store, want) in stores {
+        let sql = format!(
+            "SELECT value FROM read_zarr('{}') ORDER BY dim_0",
+            fixture(store)
+        );
+        assert_eq!(&Value::Array(values(&sql, "value").await), want, "{store}");
+        let id = store
+            .trim_start_matches("checksum_")
+            .trim_end_matches("_v2.zarr")
+            .trim_end_matches("_v3.zarr");
+        let v3 = store.ends_with("_v3.zarr");
+        let (meta, chunk) = if v3 {
+            ("zarr.json", "c/0")
+        } else {
+            (".zarray", "0")
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join(store);
+        let src = root().join("tests/data/fixtures").join(store);
+        std::fs::create_dir_all(copy.join("c")).unwrap();
+        std::fs::copy(src.join(meta), copy.join(meta)).unwrap();
+        let mut bytes = std::fs::read(src.join(chunk)).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x01;
+        std::fs::write(copy.join(chunk), &bytes).unwrap();
+        let e = error(&format!(
+            "SELECT value FROM read_zarr('{}')",
+            copy.display()
+        ))
+        .await;
+        assert!(
+            e.contains(&format!("{id} checksum mismatch")),
+            "{store}: {e}"
+        );
+        assert!(
+            e.contains(&format!("chunk {chunk}:")),
+            "{store}: names the chunk: {e}"
+        );
+    }
+}

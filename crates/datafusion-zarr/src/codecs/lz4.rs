@@ -162,7 +162,8 @@ impl BytesToBytesCodecTraits for Lz4Codec {
         let claimed = u32::from_le_bytes([header[0], header[1], header[2], header[3]]) as u64;
         let bound = match decoded_representation {
             BytesRepresentation::FixedSize(n) | BytesRepresentation::BoundedSize(n) => *n,
-            BytesRepresentation::UnboundedSize => u64::from(u32::MAX),
+            // Variable-length data: the table's own bound.
+            BytesRepresentation::UnboundedSize => crate::limits::decode_bound(),
         };
         if claimed > bound {
             return Err(CodecError::Other(format!(

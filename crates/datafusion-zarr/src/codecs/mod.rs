@@ -7,9 +7,12 @@
 //! - [`bounded`] registers decoders for gzip, zlib, zstd, bz2 and blosc in place of zarrs' own
 //!   (runtime plugins take precedence, also inside shards) that stop at the declared size;
 //! - [`lz4`] adds numcodecs' LZ4, which zarrs lacks, bounded the same way;
+//! - [`checksum`] adds numcodecs' crc32, adler32, fletcher32, crc32c and jenkins_lookup3
+//!   checksums, each placed where numcodecs puts it and verified;
 //! - [`shard_index`] checks a shard's index (checksum, bounds, overlap) before zarrs reads it.
 
 mod bounded;
+mod checksum;
 mod lz4;
 pub(crate) mod shard_index;
 
@@ -22,6 +25,7 @@ pub(crate) fn register() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         bounded::register();
+        checksum::register();
         lz4::register();
     });
 }
