@@ -35,6 +35,10 @@ async fn bombs_stop_at_the_declared_size() {
             "blosc_bomb.zarr",
             "decompresses to more than the 4000 bytes",
         ),
+        (
+            "lzma_bomb.zarr",
+            "lzma data decompresses to more than the 4000 bytes",
+        ),
     ];
     for (store, message) in cases {
         let ctx = context();

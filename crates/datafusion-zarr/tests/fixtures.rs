@@ -512,3 +512,42 @@ async fn numcodecs_checksums_v2_and_v3() {
         );
     }
 }
+
+/// numcodecs' LZMA (`codecs/lzma.rs`): V2 `.xz` and `.lzma` containers and the V3 codec, with
+/// values against zarr-python; a chunk cut short is an error naming the chunk. (The bomb is in
+/// `bombs.rs`.)
+#[tokio::test]
+async fn numcodecs_lzma_v2_and_v3() {
+    let exp = expected();
+    let stores = exp["lzma"].as_object().unwrap();
+    assert_eq!(stores.len(), 3);
+    for (store, want) in stores {
+        let sql = format!(
+            "SELECT value FROM read_zarr('{}') ORDER BY dim_0",
+            fixture(store)
+        );
+        assert_eq!(&Value::Array(values(&sql, "value").await), want, "{store}");
+        let (meta, chunk) = if store.ends_with("_v3.zarr") {
+            ("zarr.json", "c/0")
+        } else {
+            (".zarray", "0")
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join(store);
+        let src = root().join("tests/data/fixtures").join(store);
+        std::fs::create_dir_all(copy.join("c")).unwrap();
+        std::fs::copy(src.join(meta), copy.join(meta)).unwrap();
+        let bytes = std::fs::read(src.join(chunk)).unwrap();
+        std::fs::write(copy.join(chunk), &bytes[..bytes.len() - 8]).unwrap();
+        let e = error(&format!(
+            "SELECT value FROM read_zarr('{}')",
+            copy.display()
+        ))
+        .await;
+        assert!(e.contains("lzma data cannot be decoded"), "{store}: {e}");
+        assert!(
+            e.contains(&format!("chunk {chunk}:")),
+            "{store}: names the chunk: {e}"
+        );
+    }
+}

@@ -62,6 +62,8 @@ def main():
           {"c/0": frame})
     # A blosc header claiming 2 GiB of decompressed data.
     header = bytes([2, 1, 0x01, 4]) + struct.pack("<III", 0x7FFFFFF0, 4096, 16 + 4) + b"\0\0\0\0"
+    store("lzma_bomb.zarr", array_json([1000], [1000], 4, [BYTES, {"name": "numcodecs.lzma", "configuration": {"format": 1, "check": -1, "preset": None, "filters": None}}]),
+          {"c/0": numcodecs.LZMA(preset=9).encode(bomb)})
     store("blosc_bomb.zarr", array_json([1000], [1000], 4, [BYTES, {"name": "blosc", "configuration": {
         "cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 4, "blocksize": 0}}]),
           {"c/0": header})

@@ -7,6 +7,7 @@
 //! - [`bounded`] registers decoders for gzip, zlib, zstd, bz2 and blosc in place of zarrs' own
 //!   (runtime plugins take precedence, also inside shards) that stop at the declared size;
 //! - [`lz4`] adds numcodecs' LZ4, which zarrs lacks, bounded the same way;
+//! - [`lzma`] adds numcodecs' LZMA (`.xz` and `.lzma`), bounded in output and decoder memory;
 //! - [`checksum`] adds numcodecs' crc32, adler32, fletcher32, crc32c and jenkins_lookup3
 //!   checksums, each placed where numcodecs puts it and verified;
 //! - [`shard_index`] checks a shard's index (checksum, bounds, overlap) before zarrs reads it.
@@ -14,6 +15,7 @@
 mod bounded;
 mod checksum;
 mod lz4;
+mod lzma;
 pub(crate) mod shard_index;
 
 use std::sync::Once;
@@ -27,6 +29,7 @@ pub(crate) fn register() {
         bounded::register();
         checksum::register();
         lz4::register();
+        lzma::register();
     });
 }
 
