@@ -551,3 +551,57 @@ async fn numcodecs_lzma_v2_and_v3() {
         );
     }
 }
+
+/// numcodecs' Delta (over the UTF-32 code units) and Categorize filters in Zarr V2
+/// (`codecs/delta.rs`, `codecs/categorize.rs`): values against zarr-python, a delta chunk of
+/// the wrong size and a categorize code that names no label are errors naming the chunk.
+#[tokio::test]
+async fn numcodecs_delta_and_categorize_v2() {
+    let exp = expected();
+    for (store, want) in exp["v2_filters"].as_object().unwrap() {
+        let sql = format!(
+            "SELECT value FROM read_zarr('{}') ORDER BY dim_0",
+            fixture(store)
+        );
+        assert_eq!(&Value::Array(values(&sql, "value").await), want, "{store}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (store, corrupt, message) in [
+        (
+            "delta_v2.zarr",
+            (|mut b: Vec<u8>| {
+                // Not zstd any more: a different frame of 4 fewer bytes.
+                let raw = zstd::bulk::decompress(&b, 1 << 20).unwrap();
+                b = zstd::bulk::compress(&raw[..raw.len() - 4], 1).unwrap();
+                b
+            }) as fn(Vec<u8>) -> Vec<u8>,
+            // zstd, before delta, already sees the short chunk.
+            "decompresses to 68 bytes, the chunk declares 72",
+        ),
+        (
+            "categorize_v2.zarr",
+            |mut b: Vec<u8>| {
+                b[1] = 9;
+                b
+            },
+            "categorize code 9 names no label (there are 3)",
+        ),
+    ] {
+        let copy = dir.path().join(store);
+        let src = root().join("tests/data/fixtures").join(store);
+        std::fs::create_dir_all(&copy).unwrap();
+        std::fs::copy(src.join(".zarray"), copy.join(".zarray")).unwrap();
+        std::fs::write(
+            copy.join("0"),
+            corrupt(std::fs::read(src.join("0")).unwrap()),
+        )
+        .unwrap();
+        let e = error(&format!(
+            "SELECT value FROM read_zarr('{}')",
+            copy.display()
+        ))
+        .await;
+        assert!(e.contains(message), "{store}: {e}");
+        assert!(e.contains("chunk 0:"), "{store}: names the chunk: {e}");
+    }
+}

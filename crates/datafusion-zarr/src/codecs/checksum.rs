@@ -12,20 +12,12 @@
 //! lookup3 (`hashlittle`) are written here, each checked against numcodecs' own output below.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
-use zarrs::array::codec::api::{
-    CodecRuntimePluginV2, CodecRuntimePluginV3, PartialDecoderCapability, PartialEncoderCapability,
-    register_codec_v2, register_codec_v3,
-};
-use zarrs::array::{
-    ArrayBytesRaw, BytesRepresentation, BytesToBytesCodecTraits, CodecError, CodecMetadataOptions,
-    CodecOptions, CodecTraits, RecommendedConcurrency,
-};
+use zarrs::array::{ArrayBytesRaw, BytesRepresentation, CodecError};
 use zarrs::metadata::Configuration;
-use zarrs::metadata::v2::MetadataV2;
-use zarrs::metadata::v3::MetadataV3;
-use zarrs::plugin::{ExtensionName, PluginCreateError, ZarrVersion};
+use zarrs::plugin::PluginCreateError;
+
+use super::plugin::{self, NumcodecsDecoder};
 
 /// The checksum algorithms, by numcodecs id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,27 +57,17 @@ impl Algorithm {
     }
 }
 
-/// The V3 names we take: numcodecs' ids under `numcodecs.` (zarrs' own `crc32c` stays zarrs').
-fn v3_id(name: &str) -> Option<&str> {
-    name.strip_prefix("numcodecs.")
-        .filter(|id| Algorithm::of(id).is_some())
-}
-
 /// Registers the codecs with zarrs (see [`super::register`]).
 pub(super) fn register() {
-    register_codec_v3(CodecRuntimePluginV3::new(
-        |name| v3_id(name).is_some(),
-        |metadata: &MetadataV3| {
-            let id = v3_id(metadata.name()).unwrap_or_default();
-            Ok(Checksum::new(id, metadata.configuration())?.into())
-        },
-    ));
-    register_codec_v2(CodecRuntimePluginV2::new(
-        |id| Algorithm::of(id).is_some(),
-        |metadata: &MetadataV2| {
-            Ok(Checksum::new(metadata.id(), Some(metadata.configuration()))?.into())
-        },
-    ));
+    for id in [
+        "crc32",
+        "adler32",
+        "fletcher32",
+        "crc32c",
+        "jenkins_lookup3",
+    ] {
+        plugin::register(id, move |configuration| Checksum::new(id, configuration));
+    }
 }
 
 /// One numcodecs checksum codec.
@@ -138,6 +120,16 @@ impl Checksum {
         })
     }
 
+    /// The chunk numcodecs would write for `data` (the reader itself never encodes).
+    #[cfg(test)]
+    fn encode(&self, data: &[u8]) -> Vec<u8> {
+        let sum = self.sum(data).to_le_bytes();
+        match self.algorithm.at_start() {
+            true => [sum.as_slice(), data].concat(),
+            false => [data, sum.as_slice()].concat(),
+        }
+    }
+
     fn sum(&self, data: &[u8]) -> u32 {
         match self.algorithm {
             Algorithm::Crc32 => crc32fast::hash(data),
@@ -156,31 +148,12 @@ impl Checksum {
     }
 }
 
-impl From<Checksum> for zarrs::array::Codec {
-    fn from(codec: Checksum) -> Self {
-        zarrs::array::Codec::BytesToBytes(Arc::new(codec))
-    }
-}
-
-impl ExtensionName for Checksum {
-    fn name(&self, version: ZarrVersion) -> Option<Cow<'static, str>> {
-        Some(match version {
-            ZarrVersion::V2 => Cow::Borrowed(self.algorithm.id()),
-            _ => Cow::Owned(format!("numcodecs.{}", self.algorithm.id())),
-        })
-    }
-}
-
-impl CodecTraits for Checksum {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
+impl NumcodecsDecoder for Checksum {
+    fn id(&self) -> &'static str {
+        self.algorithm.id()
     }
 
-    fn configuration(
-        &self,
-        _version: ZarrVersion,
-        _options: &CodecMetadataOptions,
-    ) -> Option<Configuration> {
+    fn configuration(&self) -> Configuration {
         let mut c = serde_json::Map::new();
         if self.algorithm == Algorithm::JenkinsLookup3 {
             c.insert("initval".into(), self.initval.into());
@@ -188,68 +161,21 @@ impl CodecTraits for Checksum {
                 c.insert("prefix".into(), self.prefix.clone().into());
             }
         }
-        Some(Configuration::from(c))
+        Configuration::from(c)
     }
 
-    fn partial_decoder_capability(&self) -> PartialDecoderCapability {
-        PartialDecoderCapability {
-            partial_read: false,
-            partial_decode: false,
-        }
-    }
-
-    fn partial_encoder_capability(&self) -> PartialEncoderCapability {
-        PartialEncoderCapability {
-            partial_encode: false,
-        }
-    }
-}
-
-impl BytesToBytesCodecTraits for Checksum {
-    fn into_dyn(self: Arc<Self>) -> Arc<dyn BytesToBytesCodecTraits> {
-        self
-    }
-
-    fn recommended_concurrency(
-        &self,
-        _decoded_representation: &BytesRepresentation,
-    ) -> Result<RecommendedConcurrency, CodecError> {
-        Ok(RecommendedConcurrency::new_maximum(1))
-    }
-
-    fn encoded_representation(
-        &self,
-        decoded_representation: &BytesRepresentation,
-    ) -> BytesRepresentation {
-        match decoded_representation {
+    fn encoded_representation(&self, decoded: &BytesRepresentation) -> BytesRepresentation {
+        match decoded {
             BytesRepresentation::FixedSize(n) => BytesRepresentation::FixedSize(n + 4),
             BytesRepresentation::BoundedSize(n) => BytesRepresentation::BoundedSize(n + 4),
             BytesRepresentation::UnboundedSize => BytesRepresentation::UnboundedSize,
         }
     }
 
-    fn encode<'a>(
-        &self,
-        decoded_value: ArrayBytesRaw<'a>,
-        _options: &CodecOptions,
-    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        let sum = self.sum(&decoded_value).to_le_bytes();
-        let mut out = Vec::with_capacity(decoded_value.len() + 4);
-        if self.algorithm.at_start() {
-            out.extend_from_slice(&sum);
-            out.extend_from_slice(&decoded_value);
-        } else {
-            out.extend_from_slice(&decoded_value);
-            out.extend_from_slice(&sum);
-        }
-        Ok(Cow::Owned(out))
-    }
-
     fn decode<'a>(
         &self,
         encoded_value: ArrayBytesRaw<'a>,
         _decoded_representation: &BytesRepresentation,
-        _options: &CodecOptions,
     ) -> Result<ArrayBytesRaw<'a>, CodecError> {
         let id = self.algorithm.id();
         let len = encoded_value.len();
@@ -427,9 +353,7 @@ mod tests {
         for (id, configuration, sums) in cases {
             let c = codec(id, configuration);
             for (input, want) in inputs().iter().zip(sums).filter(|(_, w)| !w.is_empty()) {
-                let encoded = c
-                    .encode(Cow::Borrowed(input), &CodecOptions::default())
-                    .unwrap();
+                let encoded = c.encode(input);
                 let sum = if c.algorithm.at_start() {
                     &encoded[..4]
                 } else {
@@ -468,25 +392,18 @@ mod tests {
         ] {
             let c = codec(id, none_config());
             let data = b"fixed_length_utf32".to_vec();
-            let encoded = c
-                .encode(Cow::Borrowed(&data), &CodecOptions::default())
-                .unwrap();
+            let encoded = c.encode(&data);
             let repr = BytesRepresentation::FixedSize(data.len() as u64);
-            let options = CodecOptions::default();
-            let decoded = c
-                .decode(Cow::Owned(encoded.to_vec()), &repr, &options)
-                .unwrap();
+            let decoded = c.decode(Cow::Owned(encoded.to_vec()), &repr).unwrap();
             assert_eq!(decoded.as_ref(), data.as_slice(), "{id}");
             let mut corrupt = encoded.to_vec();
             corrupt[6] ^= 1;
-            let e = c.decode(Cow::Owned(corrupt), &repr, &options).unwrap_err();
+            let e = c.decode(Cow::Owned(corrupt), &repr).unwrap_err();
             assert!(
                 e.to_string().contains(&format!("{id} checksum mismatch")),
                 "{e}"
             );
-            let e = c
-                .decode(Cow::Owned(vec![1, 2]), &repr, &options)
-                .unwrap_err();
+            let e = c.decode(Cow::Owned(vec![1, 2]), &repr).unwrap_err();
             assert!(
                 e.to_string().contains("shorter than its 4-byte checksum"),
                 "{e}"

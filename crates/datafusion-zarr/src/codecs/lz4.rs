@@ -8,38 +8,16 @@
 //!   buffer.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
-use zarrs::array::codec::api::{
-    CodecRuntimePluginV2, CodecRuntimePluginV3, PartialDecoderCapability, PartialEncoderCapability,
-    register_codec_v2, register_codec_v3,
-};
-use zarrs::array::{
-    ArrayBytesRaw, BytesRepresentation, BytesToBytesCodecTraits, CodecError, CodecMetadataOptions,
-    CodecOptions, CodecTraits, RecommendedConcurrency,
-};
+use zarrs::array::{ArrayBytesRaw, BytesRepresentation, CodecError};
 use zarrs::metadata::Configuration;
-use zarrs::metadata::v2::MetadataV2;
-use zarrs::metadata::v3::MetadataV3;
-use zarrs::plugin::{ExtensionName, PluginCreateError, ZarrVersion};
+use zarrs::plugin::PluginCreateError;
 
-/// The V3 name of numcodecs' LZ4 codec.
-const LZ4_V3: &str = "numcodecs.lz4";
-/// The V2 id of numcodecs' LZ4 compressor.
-const LZ4_V2: &str = "lz4";
+use super::plugin::{self, NumcodecsDecoder};
 
 /// Registers the codec with zarrs (see [`super::register`]).
 pub(super) fn register() {
-    register_codec_v3(CodecRuntimePluginV3::new(
-        |name| name == LZ4_V3,
-        |metadata: &MetadataV3| Ok(Lz4Codec::from_configuration(metadata.configuration())?.into()),
-    ));
-    register_codec_v2(CodecRuntimePluginV2::new(
-        |id| id == LZ4_V2,
-        |metadata: &MetadataV2| {
-            Ok(Lz4Codec::from_configuration(Some(metadata.configuration()))?.into())
-        },
-    ));
+    plugin::register("lz4", Lz4Codec::from_configuration);
 }
 
 /// numcodecs' LZ4: a 4-byte little-endian decoded size, then one LZ4 block.
@@ -63,67 +41,19 @@ impl Lz4Codec {
     }
 }
 
-impl From<Lz4Codec> for zarrs::array::Codec {
-    fn from(codec: Lz4Codec) -> Self {
-        zarrs::array::Codec::BytesToBytes(Arc::new(codec))
-    }
-}
-
-impl ExtensionName for Lz4Codec {
-    fn name(&self, version: ZarrVersion) -> Option<Cow<'static, str>> {
-        Some(Cow::Borrowed(match version {
-            ZarrVersion::V2 => LZ4_V2,
-            _ => LZ4_V3,
-        }))
-    }
-}
-
-impl CodecTraits for Lz4Codec {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
+impl NumcodecsDecoder for Lz4Codec {
+    fn id(&self) -> &'static str {
+        "lz4"
     }
 
-    fn configuration(
-        &self,
-        _version: ZarrVersion,
-        _options: &CodecMetadataOptions,
-    ) -> Option<Configuration> {
+    fn configuration(&self) -> Configuration {
         let mut c = serde_json::Map::new();
         c.insert("acceleration".into(), self.acceleration.into());
-        Some(Configuration::from(c))
+        Configuration::from(c)
     }
 
-    fn partial_decoder_capability(&self) -> PartialDecoderCapability {
-        PartialDecoderCapability {
-            partial_read: false,
-            partial_decode: false,
-        }
-    }
-
-    fn partial_encoder_capability(&self) -> PartialEncoderCapability {
-        PartialEncoderCapability {
-            partial_encode: false,
-        }
-    }
-}
-
-impl BytesToBytesCodecTraits for Lz4Codec {
-    fn into_dyn(self: Arc<Self>) -> Arc<dyn BytesToBytesCodecTraits> {
-        self
-    }
-
-    fn recommended_concurrency(
-        &self,
-        _decoded_representation: &BytesRepresentation,
-    ) -> Result<RecommendedConcurrency, CodecError> {
-        Ok(RecommendedConcurrency::new_maximum(1))
-    }
-
-    fn encoded_representation(
-        &self,
-        decoded_representation: &BytesRepresentation,
-    ) -> BytesRepresentation {
-        match decoded_representation {
+    fn encoded_representation(&self, decoded: &BytesRepresentation) -> BytesRepresentation {
+        match decoded {
             BytesRepresentation::FixedSize(n) | BytesRepresentation::BoundedSize(n) => {
                 let n = usize::try_from(*n).unwrap_or(usize::MAX);
                 BytesRepresentation::BoundedSize(
@@ -134,24 +64,10 @@ impl BytesToBytesCodecTraits for Lz4Codec {
         }
     }
 
-    fn encode<'a>(
-        &self,
-        decoded_value: ArrayBytesRaw<'a>,
-        _options: &CodecOptions,
-    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        let size = u32::try_from(decoded_value.len()).map_err(|_| {
-            CodecError::Other("lz4 cannot encode more than 4 GiB in one chunk".into())
-        })?;
-        let mut out = size.to_le_bytes().to_vec();
-        out.extend(lz4_flex::block::compress(&decoded_value));
-        Ok(Cow::Owned(out))
-    }
-
     fn decode<'a>(
         &self,
         encoded_value: ArrayBytesRaw<'a>,
         decoded_representation: &BytesRepresentation,
-        _options: &CodecOptions,
     ) -> Result<ArrayBytesRaw<'a>, CodecError> {
         let header = encoded_value.get(..4).ok_or_else(|| {
             CodecError::Other(format!(

@@ -10,26 +10,14 @@
 //! in the metadata) are refused as unsupported.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use liblzma::stream::{Action, Status, Stream};
-use zarrs::array::codec::api::{
-    CodecRuntimePluginV2, CodecRuntimePluginV3, PartialDecoderCapability, PartialEncoderCapability,
-    register_codec_v2, register_codec_v3,
-};
-use zarrs::array::{
-    ArrayBytesRaw, BytesRepresentation, BytesToBytesCodecTraits, CodecError, CodecMetadataOptions,
-    CodecOptions, CodecTraits, RecommendedConcurrency,
-};
+use zarrs::array::{ArrayBytesRaw, BytesRepresentation, CodecError};
 use zarrs::metadata::Configuration;
-use zarrs::metadata::v2::MetadataV2;
-use zarrs::metadata::v3::MetadataV3;
-use zarrs::plugin::{ExtensionName, PluginCreateError, ZarrVersion};
+use zarrs::plugin::PluginCreateError;
 
+use super::plugin::{self, NumcodecsDecoder};
 use crate::limits;
-
-const LZMA_V3: &str = "numcodecs.lzma";
-const LZMA_V2: &str = "lzma";
 
 /// The most memory the decoder may use for its dictionary and state: LZMA's largest preset
 /// (9, a 64 MiB dictionary) needs about 65 MiB.
@@ -37,14 +25,7 @@ const DECODER_MEMLIMIT: u64 = 128 << 20;
 
 /// Registers the codec with zarrs (see [`super::register`]).
 pub(super) fn register() {
-    register_codec_v3(CodecRuntimePluginV3::new(
-        |name| name == LZMA_V3,
-        |metadata: &MetadataV3| Ok(LzmaCodec::new(metadata.configuration())?.into()),
-    ));
-    register_codec_v2(CodecRuntimePluginV2::new(
-        |id| id == LZMA_V2,
-        |metadata: &MetadataV2| Ok(LzmaCodec::new(Some(metadata.configuration()))?.into()),
-    ));
+    plugin::register("lzma", LzmaCodec::new);
 }
 
 /// numcodecs' LZMA in the `.xz` or `.lzma` container.
@@ -77,86 +58,23 @@ impl LzmaCodec {
     }
 }
 
-impl From<LzmaCodec> for zarrs::array::Codec {
-    fn from(codec: LzmaCodec) -> Self {
-        zarrs::array::Codec::BytesToBytes(Arc::new(codec))
-    }
-}
-
-impl ExtensionName for LzmaCodec {
-    fn name(&self, version: ZarrVersion) -> Option<Cow<'static, str>> {
-        Some(Cow::Borrowed(match version {
-            ZarrVersion::V2 => LZMA_V2,
-            _ => LZMA_V3,
-        }))
-    }
-}
-
-impl CodecTraits for LzmaCodec {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
-    fn configuration(
-        &self,
-        _version: ZarrVersion,
-        _options: &CodecMetadataOptions,
-    ) -> Option<Configuration> {
-        Some(self.configuration.clone())
-    }
-
-    fn partial_decoder_capability(&self) -> PartialDecoderCapability {
-        PartialDecoderCapability {
-            partial_read: false,
-            partial_decode: false,
-        }
-    }
-
-    fn partial_encoder_capability(&self) -> PartialEncoderCapability {
-        PartialEncoderCapability {
-            partial_encode: false,
-        }
-    }
-}
-
 fn lzma_error(what: impl std::fmt::Display) -> CodecError {
     CodecError::Other(format!("lzma data cannot be decoded: {what}"))
 }
 
-impl BytesToBytesCodecTraits for LzmaCodec {
-    fn into_dyn(self: Arc<Self>) -> Arc<dyn BytesToBytesCodecTraits> {
-        self
+impl NumcodecsDecoder for LzmaCodec {
+    fn id(&self) -> &'static str {
+        "lzma"
     }
 
-    fn recommended_concurrency(
-        &self,
-        _decoded_representation: &BytesRepresentation,
-    ) -> Result<RecommendedConcurrency, CodecError> {
-        Ok(RecommendedConcurrency::new_maximum(1))
-    }
-
-    fn encoded_representation(
-        &self,
-        _decoded_representation: &BytesRepresentation,
-    ) -> BytesRepresentation {
-        BytesRepresentation::UnboundedSize
-    }
-
-    fn encode<'a>(
-        &self,
-        _decoded_value: ArrayBytesRaw<'a>,
-        _options: &CodecOptions,
-    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        Err(CodecError::Other(
-            "lzma: this reader does not write chunks".into(),
-        ))
+    fn configuration(&self) -> Configuration {
+        self.configuration.clone()
     }
 
     fn decode<'a>(
         &self,
         encoded_value: ArrayBytesRaw<'a>,
         decoded_representation: &BytesRepresentation,
-        _options: &CodecOptions,
     ) -> Result<ArrayBytesRaw<'a>, CodecError> {
         let bound = match decoded_representation {
             BytesRepresentation::FixedSize(n) | BytesRepresentation::BoundedSize(n) => *n,

@@ -1,0 +1,149 @@
+//! numcodecs' Categorize filter (V2 filter `categorize`, V3 `numcodecs.categorize`), which
+//! zarrs lacks: the labels live in the metadata and each element is stored as a small integer
+//! code (`astype`), 0 for a value that is no label (decoded as the empty string, as numcodecs
+//! does) and `i + 1` for `labels[i]`. Decoding writes each label as the array's `<U`/`>U`
+//! elements: UTF-32 code units padded with U+0000 to the `dtype`'s width. Categorize on
+//! `object` arrays (variable-length strings) is refused as unsupported.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+use zarrs::array::{ArrayBytesRaw, BytesRepresentation, CodecError};
+use zarrs::metadata::Configuration;
+use zarrs::plugin::PluginCreateError;
+
+use super::plugin::{self, NumcodecsDecoder};
+
+/// Registers the codec with zarrs (see [`super::register`]).
+pub(super) fn register() {
+    plugin::register("categorize", Categorize::new);
+}
+
+#[derive(Debug)]
+struct Categorize {
+    configuration: Configuration,
+    /// Each label as the array stores it: `width` bytes of UTF-32 code units.
+    labels: Vec<Vec<u8>>,
+    /// Bytes per decoded element.
+    width: usize,
+    /// Bytes per code, and their byte order.
+    code_width: usize,
+    code_big_endian: bool,
+}
+
+impl Categorize {
+    fn new(configuration: Option<&Configuration>) -> Result<Self, PluginCreateError> {
+        let configuration = configuration.cloned().unwrap_or_default();
+        let text = |key: &str| configuration.get(key).and_then(Value::as_str).unwrap_or("");
+        let (dtype, astype) = (text("dtype"), text("astype"));
+        let unsupported = |why: &str| {
+            PluginCreateError::Other(format!(
+                "categorize with dtype {dtype:?} and astype {astype:?} is unsupported: {why}"
+            ))
+        };
+        let (width, big_endian) = plugin::dtype(dtype)
+            .filter(|_| dtype.contains('U'))
+            .ok_or_else(|| unsupported("the reader decodes it to <U or >U strings"))?;
+        let (code_width, code_big_endian) = plugin::dtype(astype)
+            .filter(|_| !astype.contains('U'))
+            .ok_or_else(|| unsupported("codes must be integers"))?;
+        let labels = configuration
+            .get("labels")
+            .and_then(Value::as_array)
+            .ok_or_else(|| unsupported("labels must be a list of strings"))?
+            .iter()
+            .map(|label| {
+                let label = label
+                    .as_str()
+                    .ok_or_else(|| unsupported("labels must be strings"))?;
+                let mut bytes: Vec<u8> = label
+                    .chars()
+                    .flat_map(|c| match big_endian {
+                        true => (c as u32).to_be_bytes(),
+                        false => (c as u32).to_le_bytes(),
+                    })
+                    .collect();
+                if bytes.len() > width {
+                    return Err(unsupported(&format!(
+                        "label {label:?} is longer than the dtype holds"
+                    )));
+                }
+                bytes.resize(width, 0);
+                Ok(bytes)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            configuration,
+            labels,
+            width,
+            code_width,
+            code_big_endian,
+        })
+    }
+}
+
+impl NumcodecsDecoder for Categorize {
+    fn id(&self) -> &'static str {
+        "categorize"
+    }
+
+    fn configuration(&self) -> Configuration {
+        self.configuration.clone()
+    }
+
+    fn encoded_representation(&self, decoded: &BytesRepresentation) -> BytesRepresentation {
+        match decoded {
+            BytesRepresentation::FixedSize(n) => {
+                BytesRepresentation::FixedSize(n / self.width as u64 * self.code_width as u64)
+            }
+            other => *other,
+        }
+    }
+
+    fn decode<'a>(
+        &self,
+        encoded: ArrayBytesRaw<'a>,
+        decoded: &BytesRepresentation,
+    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
+        let (cw, len) = (self.code_width, encoded.len());
+        let size = (len / cw) as u64 * self.width as u64;
+        let fits = match decoded {
+            BytesRepresentation::FixedSize(n) => size == *n,
+            BytesRepresentation::BoundedSize(n) => size <= *n,
+            BytesRepresentation::UnboundedSize => false,
+        };
+        if len % cw != 0 || !fits {
+            return Err(CodecError::Other(format!(
+                "categorize data is {len} bytes of {cw}-byte codes, which decode to {size} \
+                 bytes; the chunk declares {decoded}"
+            )));
+        }
+        let mut out = Vec::with_capacity(size as usize);
+        for code in encoded.chunks_exact(cw) {
+            let mut bytes = [0u8; 8];
+            let code = if self.code_big_endian {
+                bytes[8 - cw..].copy_from_slice(code);
+                u64::from_be_bytes(bytes)
+            } else {
+                bytes[..cw].copy_from_slice(code);
+                u64::from_le_bytes(bytes)
+            };
+            match code {
+                0 => out.resize(out.len() + self.width, 0),
+                k => {
+                    let label = usize::try_from(k - 1)
+                        .ok()
+                        .and_then(|i| self.labels.get(i))
+                        .ok_or_else(|| {
+                            CodecError::Other(format!(
+                                "categorize code {k} names no label (there are {})",
+                                self.labels.len()
+                            ))
+                        })?;
+                    out.extend_from_slice(label);
+                }
+            }
+        }
+        Ok(Cow::Owned(out))
+    }
+}

@@ -1,0 +1,160 @@
+//! The zarrs side of a numcodecs codec we decode ourselves: each codec module implements
+//! [`NumcodecsDecoder`] (its id, configuration and decoding), and [`register`] makes it a zarrs
+//! runtime plugin under its V2 id and its V3 name `numcodecs.<id>`, as a bytes-to-bytes codec.
+//! The reader never writes chunks, so encoding is refused.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use zarrs::array::codec::api::{
+    CodecRuntimePluginV2, CodecRuntimePluginV3, PartialDecoderCapability, PartialEncoderCapability,
+    register_codec_v2, register_codec_v3,
+};
+use zarrs::array::{
+    ArrayBytesRaw, BytesRepresentation, BytesToBytesCodecTraits, Codec, CodecError,
+    CodecMetadataOptions, CodecOptions, CodecTraits, RecommendedConcurrency,
+};
+use zarrs::metadata::Configuration;
+use zarrs::metadata::v2::MetadataV2;
+use zarrs::metadata::v3::MetadataV3;
+use zarrs::plugin::{ExtensionName, PluginCreateError, ZarrVersion};
+
+/// A numcodecs codec as the reader decodes it.
+pub(super) trait NumcodecsDecoder: std::fmt::Debug + Send + Sync + 'static {
+    /// numcodecs' id (the V2 id; the V3 name is `numcodecs.<id>`).
+    fn id(&self) -> &'static str;
+
+    /// The configuration, as the metadata wrote it.
+    fn configuration(&self) -> Configuration;
+
+    /// The encoded size for a decoded one, where the codec knows it.
+    fn encoded_representation(&self, _decoded: &BytesRepresentation) -> BytesRepresentation {
+        BytesRepresentation::UnboundedSize
+    }
+
+    /// Decodes one chunk's bytes into at most the decoded size the chunk declares.
+    fn decode<'a>(
+        &self,
+        encoded: ArrayBytesRaw<'a>,
+        decoded: &BytesRepresentation,
+    ) -> Result<ArrayBytesRaw<'a>, CodecError>;
+}
+
+/// Registers the decoder `make` builds from a configuration, under V2 id `id` and V3 name
+/// `numcodecs.<id>`.
+pub(super) fn register<D, F>(id: &'static str, make: F)
+where
+    D: NumcodecsDecoder,
+    F: Fn(Option<&Configuration>) -> Result<D, PluginCreateError> + Copy + Send + Sync + 'static,
+{
+    register_codec_v3(CodecRuntimePluginV3::new(
+        move |name| name.strip_prefix("numcodecs.") == Some(id),
+        move |metadata: &MetadataV3| Ok(codec(make(metadata.configuration())?)),
+    ));
+    register_codec_v2(CodecRuntimePluginV2::new(
+        move |name| name == id,
+        move |metadata: &MetadataV2| Ok(codec(make(Some(metadata.configuration()))?)),
+    ));
+}
+
+fn codec<D: NumcodecsDecoder>(decoder: D) -> Codec {
+    Codec::BytesToBytes(Arc::new(Plugin(decoder)))
+}
+
+/// A [`NumcodecsDecoder`] as a zarrs codec.
+#[derive(Debug)]
+struct Plugin<D>(D);
+
+impl<D: NumcodecsDecoder> ExtensionName for Plugin<D> {
+    fn name(&self, version: ZarrVersion) -> Option<Cow<'static, str>> {
+        Some(match version {
+            ZarrVersion::V2 => Cow::Borrowed(self.0.id()),
+            _ => Cow::Owned(format!("numcodecs.{}", self.0.id())),
+        })
+    }
+}
+
+impl<D: NumcodecsDecoder> CodecTraits for Plugin<D> {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn configuration(
+        &self,
+        _version: ZarrVersion,
+        _options: &CodecMetadataOptions,
+    ) -> Option<Configuration> {
+        Some(self.0.configuration())
+    }
+
+    fn partial_decoder_capability(&self) -> PartialDecoderCapability {
+        PartialDecoderCapability {
+            partial_read: false,
+            partial_decode: false,
+        }
+    }
+
+    fn partial_encoder_capability(&self) -> PartialEncoderCapability {
+        PartialEncoderCapability {
+            partial_encode: false,
+        }
+    }
+}
+
+impl<D: NumcodecsDecoder> BytesToBytesCodecTraits for Plugin<D> {
+    fn into_dyn(self: Arc<Self>) -> Arc<dyn BytesToBytesCodecTraits> {
+        self
+    }
+
+    fn recommended_concurrency(
+        &self,
+        _decoded_representation: &BytesRepresentation,
+    ) -> Result<RecommendedConcurrency, CodecError> {
+        Ok(RecommendedConcurrency::new_maximum(1))
+    }
+
+    fn encoded_representation(
+        &self,
+        decoded_representation: &BytesRepresentation,
+    ) -> BytesRepresentation {
+        self.0.encoded_representation(decoded_representation)
+    }
+
+    fn encode<'a>(
+        &self,
+        _decoded_value: ArrayBytesRaw<'a>,
+        _options: &CodecOptions,
+    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
+        Err(CodecError::Other(format!(
+            "{}: this reader does not write chunks",
+            self.0.id()
+        )))
+    }
+
+    fn decode<'a>(
+        &self,
+        encoded_value: ArrayBytesRaw<'a>,
+        decoded_representation: &BytesRepresentation,
+        _options: &CodecOptions,
+    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
+        self.0.decode(encoded_value, decoded_representation)
+    }
+}
+
+/// A numcodecs dtype string's element width and byte order: `<u4`, `>i2`, `|u1`, `<U6`
+/// (code units: width 4 × 6).
+pub(super) fn dtype(text: &str) -> Option<(usize, bool)> {
+    let (order, rest) = text.split_at_checked(1)?;
+    let big_endian = match order {
+        "<" | "|" => false,
+        ">" => true,
+        _ => return None,
+    };
+    let (kind, size) = rest.split_at_checked(1)?;
+    let size: usize = size.parse().ok()?;
+    match kind {
+        "u" | "i" if matches!(size, 1 | 2 | 4 | 8) => Some((size, big_endian)),
+        "U" if size > 0 => Some((size.checked_mul(4)?, big_endian)),
+        _ => None,
+    }
+}
