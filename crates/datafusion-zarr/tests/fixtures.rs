@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::path::{Path, PathBuf};
+
 use arrow::datatypes::DataType;
 use serde_json::{Value, json};
 
@@ -30,6 +32,26 @@ async fn error(sql: &str) -> String {
         },
         Err(e) => e.to_string(),
     }
+}
+
+/// A copy in `dir` of the fixture `store` (its metadata and its first chunk only), with that
+/// chunk changed by `edit`. Returns the copy and the chunk's key.
+fn with_first_chunk(
+    dir: &Path,
+    store: &str,
+    edit: impl FnOnce(Vec<u8>) -> Vec<u8>,
+) -> (PathBuf, &'static str) {
+    let src = root().join("tests/data/fixtures").join(store);
+    let (meta, chunk) = match src.join("zarr.json").exists() {
+        true => ("zarr.json", "c/0"),
+        false => (".zarray", "0"),
+    };
+    let copy = dir.join(store);
+    std::fs::create_dir_all(copy.join("c")).unwrap();
+    std::fs::copy(src.join(meta), copy.join(meta)).unwrap();
+    let bytes = std::fs::read(src.join(chunk)).unwrap();
+    std::fs::write(copy.join(chunk), edit(bytes)).unwrap();
+    (copy, chunk)
 }
 
 #[tokio::test]
@@ -441,16 +463,13 @@ async fn numcodecs_zstd_and_blosc_as_zarr_python_3_writes_them() {
         );
         // The first chunk with its middle bytes flipped.
         let dir = tempfile::tempdir().unwrap();
-        let copy = dir.path().join(store);
-        let src = root().join("tests/data/fixtures").join(store);
-        std::fs::create_dir_all(copy.join("c")).unwrap();
-        std::fs::copy(src.join("zarr.json"), copy.join("zarr.json")).unwrap();
-        let mut chunk = std::fs::read(src.join("c/0")).unwrap();
-        let middle = chunk.len() / 2;
-        for b in &mut chunk[middle.saturating_sub(4)..middle + 4] {
-            *b ^= 0xA5;
-        }
-        std::fs::write(copy.join("c/0"), &chunk).unwrap();
+        let (copy, _) = with_first_chunk(dir.path(), store, |mut chunk| {
+            let middle = chunk.len() / 2;
+            for b in &mut chunk[middle.saturating_sub(4)..middle + 4] {
+                *b ^= 0xA5;
+            }
+            chunk
+        });
         let e = error(&format!(
             "SELECT value FROM read_zarr('{}')",
             copy.display()
@@ -482,21 +501,12 @@ async fn numcodecs_checksums_v2_and_v3() {
             .trim_start_matches("checksum_")
             .trim_end_matches("_v2.zarr")
             .trim_end_matches("_v3.zarr");
-        let v3 = store.ends_with("_v3.zarr");
-        let (meta, chunk) = if v3 {
-            ("zarr.json", "c/0")
-        } else {
-            (".zarray", "0")
-        };
         let dir = tempfile::tempdir().unwrap();
-        let copy = dir.path().join(store);
-        let src = root().join("tests/data/fixtures").join(store);
-        std::fs::create_dir_all(copy.join("c")).unwrap();
-        std::fs::copy(src.join(meta), copy.join(meta)).unwrap();
-        let mut bytes = std::fs::read(src.join(chunk)).unwrap();
-        let middle = bytes.len() / 2;
-        bytes[middle] ^= 0x01;
-        std::fs::write(copy.join(chunk), &bytes).unwrap();
+        let (copy, chunk) = with_first_chunk(dir.path(), store, |mut bytes| {
+            let middle = bytes.len() / 2;
+            bytes[middle] ^= 0x01;
+            bytes
+        });
         let e = error(&format!(
             "SELECT value FROM read_zarr('{}')",
             copy.display()
@@ -527,18 +537,9 @@ async fn numcodecs_lzma_v2_and_v3() {
             fixture(store)
         );
         assert_eq!(&Value::Array(values(&sql, "value").await), want, "{store}");
-        let (meta, chunk) = if store.ends_with("_v3.zarr") {
-            ("zarr.json", "c/0")
-        } else {
-            (".zarray", "0")
-        };
         let dir = tempfile::tempdir().unwrap();
-        let copy = dir.path().join(store);
-        let src = root().join("tests/data/fixtures").join(store);
-        std::fs::create_dir_all(copy.join("c")).unwrap();
-        std::fs::copy(src.join(meta), copy.join(meta)).unwrap();
-        let bytes = std::fs::read(src.join(chunk)).unwrap();
-        std::fs::write(copy.join(chunk), &bytes[..bytes.len() - 8]).unwrap();
+        let (copy, chunk) =
+            with_first_chunk(dir.path(), store, |bytes| bytes[..bytes.len() - 8].to_vec());
         let e = error(&format!(
             "SELECT value FROM read_zarr('{}')",
             copy.display()
@@ -587,15 +588,7 @@ async fn numcodecs_delta_and_categorize_v2() {
             "categorize code 9 names no label (there are 3)",
         ),
     ] {
-        let copy = dir.path().join(store);
-        let src = root().join("tests/data/fixtures").join(store);
-        std::fs::create_dir_all(&copy).unwrap();
-        std::fs::copy(src.join(".zarray"), copy.join(".zarray")).unwrap();
-        std::fs::write(
-            copy.join("0"),
-            corrupt(std::fs::read(src.join("0")).unwrap()),
-        )
-        .unwrap();
+        let (copy, _) = with_first_chunk(dir.path(), store, corrupt);
         let e = error(&format!(
             "SELECT value FROM read_zarr('{}')",
             copy.display()
