@@ -19,7 +19,7 @@ use crate::codecs::shard_index::ShardIndexLayout;
 use crate::error::{Result, ZarrError};
 use crate::limits::{Limits, VARIABLE_ELEMENT_BYTES};
 
-/// One array's metadata, parsed by [`super::v3`] or [`super::v2`].
+/// One array's metadata, as the V3 and V2 readers parse it.
 pub(super) struct Parsed {
     /// The store and path, as shown in errors.
     pub(super) display: String,
