@@ -598,3 +598,39 @@ async fn numcodecs_delta_and_categorize_v2() {
         assert!(e.contains("chunk 0:"), "{store}: names the chunk: {e}");
     }
 }
+
+/// numcodecs' AsType (`codecs/astype.rs`) on numeric arrays: float64 stored as float32 (V3)
+/// and int64 stored as int16 (V2), values against zarr-python; a chunk of the wrong size is an
+/// error naming the chunk.
+#[tokio::test]
+async fn numcodecs_astype_v2_and_v3() {
+    let exp = expected();
+    let stores = exp["astype"].as_object().unwrap();
+    assert_eq!(stores.len(), 2);
+    let dir = tempfile::tempdir().unwrap();
+    for (store, want) in stores {
+        let sql = format!(
+            "SELECT value FROM read_zarr('{}') ORDER BY dim_0",
+            fixture(store)
+        );
+        let got = values(&sql, "value").await;
+        let same = got.len() == want.as_array().unwrap().len()
+            && got
+                .iter()
+                .zip(want.as_array().unwrap())
+                .all(|(g, w)| same(g, w));
+        assert!(same, "{store}: {got:?} vs {want}");
+        let (copy, chunk) = with_first_chunk(dir.path(), store, |b| {
+            b[..b.len().saturating_sub(1)].to_vec()
+        });
+        let e = error(&format!(
+            "SELECT value FROM read_zarr('{}')",
+            copy.display()
+        ))
+        .await;
+        assert!(
+            e.contains(&format!("chunk {chunk}:")),
+            "{store}: names the chunk: {e}"
+        );
+    }
+}

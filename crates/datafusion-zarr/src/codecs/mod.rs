@@ -8,12 +8,13 @@
 //!   (runtime plugins take precedence, also inside shards) that stop at the declared size;
 //! - [`lz4`] adds numcodecs' LZ4, which zarrs lacks, bounded the same way;
 //! - [`lzma`] adds numcodecs' LZMA (`.xz` and `.lzma`), bounded in output and decoder memory;
-//! - [`delta`] and [`categorize`] add numcodecs' filters of those names (through
+//! - [`delta`], [`categorize`] and [`astype`] add numcodecs' filters of those names (through
 //!   [`plugin`], the zarrs side every numcodecs decoder of ours shares);
 //! - [`checksum`] adds numcodecs' crc32, adler32, fletcher32, crc32c and jenkins_lookup3
 //!   checksums, each placed where numcodecs puts it and verified;
 //! - [`shard_index`] checks a shard's index (checksum, bounds, overlap) before zarrs reads it.
 
+mod astype;
 mod bounded;
 mod categorize;
 mod checksum;
@@ -37,6 +38,7 @@ pub(crate) fn register() {
         lzma::register();
         delta::register();
         categorize::register();
+        astype::register();
     });
 }
 

@@ -1,0 +1,215 @@
+//! numcodecs' AsType filter (V2 filter `astype`, V3 `numcodecs.astype`), which zarrs lacks: the chunk holds
+//! the values as `encode_dtype` (for example `<f8` stored as `<f4`, or `<i8` as `<i2`) and
+//! decoding casts them back to `decode_dtype` as NumPy's `astype` does for these numeric kinds:
+//! integers wrap to the width, floats round to the nearest, floats become integers by
+//! truncation. Integer and float dtypes of 1 to 8 bytes are read; others are refused as
+//! unsupported. In Zarr V3, zarr-python writes `numcodecs.astype` before the `bytes` codec; it
+//! decodes the same way there.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+use zarrs::array::{ArrayBytesRaw, BytesRepresentation, CodecError};
+use zarrs::metadata::Configuration;
+use zarrs::plugin::PluginCreateError;
+
+use super::plugin::{self, NumcodecsDecoder};
+
+/// Registers the codec with zarrs (see [`super::register`]).
+pub(super) fn register() {
+    plugin::register("astype", AsType::new);
+}
+
+/// A numeric NumPy dtype: kind (`i`, `u`, `f`), width in bytes, byte order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Numeric {
+    kind: char,
+    width: usize,
+    big_endian: bool,
+}
+
+impl Numeric {
+    fn parse(text: &str) -> Option<Self> {
+        let mut chars = text.chars();
+        let big_endian = match chars.next()? {
+            '<' | '|' => false,
+            '>' => true,
+            _ => return None,
+        };
+        let kind = chars.next()?;
+        let width: usize = chars.as_str().parse().ok()?;
+        let ok = match kind {
+            'i' | 'u' => matches!(width, 1 | 2 | 4 | 8),
+            'f' => matches!(width, 4 | 8),
+            _ => false,
+        };
+        ok.then_some(Self {
+            kind,
+            width,
+            big_endian,
+        })
+    }
+
+    /// The value at `bytes` (`width` of them).
+    fn read(self, bytes: &[u8]) -> Number {
+        let mut b = [0u8; 8];
+        let raw = if self.big_endian {
+            b[8 - self.width..].copy_from_slice(bytes);
+            u64::from_be_bytes(b)
+        } else {
+            b[..self.width].copy_from_slice(bytes);
+            u64::from_le_bytes(b)
+        };
+        let bits = 8 * self.width as u32;
+        match self.kind {
+            'f' if self.width == 4 => Number::Float(f64::from(f32::from_bits(raw as u32))),
+            'f' => Number::Float(f64::from_bits(raw)),
+            // Sign-extend.
+            'i' => Number::Int(((raw << (64 - bits)) as i64 >> (64 - bits)) as i128),
+            _ => Number::Int(raw as i128),
+        }
+    }
+
+    /// Appends `value` cast to this dtype.
+    fn write(self, value: Number, out: &mut Vec<u8>) {
+        let raw: u64 = match (self.kind, value) {
+            ('f', v) if self.width == 4 => u64::from((v.as_f64() as f32).to_bits()),
+            ('f', v) => v.as_f64().to_bits(),
+            (_, Number::Int(i)) => i as u64,
+            (_, Number::Float(f)) => (f as i128) as u64,
+        };
+        if self.big_endian {
+            out.extend_from_slice(&raw.to_be_bytes()[8 - self.width..]);
+        } else {
+            out.extend_from_slice(&raw.to_le_bytes()[..self.width]);
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Number {
+    Int(i128),
+    Float(f64),
+}
+
+impl Number {
+    fn as_f64(self) -> f64 {
+        match self {
+            Number::Int(i) => i as f64,
+            Number::Float(f) => f,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct AsType {
+    configuration: Configuration,
+    encode: Numeric,
+    decode: Numeric,
+}
+
+impl AsType {
+    fn new(configuration: Option<&Configuration>) -> Result<Self, PluginCreateError> {
+        let configuration = configuration.cloned().unwrap_or_default();
+        let text = |key: &str| configuration.get(key).and_then(Value::as_str).unwrap_or("");
+        let (encode, decode) = (text("encode_dtype"), text("decode_dtype"));
+        match (Numeric::parse(encode), Numeric::parse(decode)) {
+            (Some(e), Some(d)) => Ok(Self {
+                configuration,
+                encode: e,
+                decode: d,
+            }),
+            _ => Err(PluginCreateError::Other(format!(
+                "astype from {encode:?} to {decode:?} is unsupported (integer and float dtypes \
+                 of 1 to 8 bytes are)"
+            ))),
+        }
+    }
+}
+
+impl NumcodecsDecoder for AsType {
+    fn id(&self) -> &'static str {
+        "astype"
+    }
+
+    fn configuration(&self) -> Configuration {
+        self.configuration.clone()
+    }
+
+    fn encoded_representation(&self, decoded: &BytesRepresentation) -> BytesRepresentation {
+        match decoded {
+            BytesRepresentation::FixedSize(n) => BytesRepresentation::FixedSize(
+                n / self.decode.width as u64 * self.encode.width as u64,
+            ),
+            other => *other,
+        }
+    }
+
+    fn decode<'a>(
+        &self,
+        encoded: ArrayBytesRaw<'a>,
+        decoded: &BytesRepresentation,
+    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
+        let (ew, len) = (self.encode.width, encoded.len());
+        let size = (len / ew) as u64 * self.decode.width as u64;
+        let fits = match decoded {
+            BytesRepresentation::FixedSize(n) => size == *n,
+            BytesRepresentation::BoundedSize(n) => size <= *n,
+            BytesRepresentation::UnboundedSize => false,
+        };
+        if len % ew != 0 || !fits {
+            return Err(CodecError::Other(format!(
+                "astype data is {len} bytes of {ew}-byte values, which cast to {size} bytes; \
+                 the chunk declares {decoded}"
+            )));
+        }
+        let mut out = Vec::with_capacity(size as usize);
+        for value in encoded.chunks_exact(ew) {
+            self.decode.write(self.encode.read(value), &mut out);
+        }
+        Ok(Cow::Owned(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cast(encode: &str, decode: &str, encoded: Vec<u8>) -> Vec<u8> {
+        let c: Configuration = serde_json::from_value(
+            serde_json::json!({"encode_dtype": encode, "decode_dtype": decode}),
+        )
+        .unwrap();
+        let codec = AsType::new(Some(&c)).unwrap();
+        let n = encoded.len() / codec.encode.width * codec.decode.width;
+        let repr = BytesRepresentation::FixedSize(n as u64);
+        codec
+            .decode(Cow::Owned(encoded), &repr)
+            .unwrap()
+            .into_owned()
+    }
+
+    #[test]
+    fn casts_as_numpy() {
+        let f32s: Vec<u8> = [1.5f32, -2.25, 1e10]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let want: Vec<u8> = [1.5f64, -2.25, 1e10f32 as f64]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(cast("<f4", "<f8", f32s), want);
+        let i16s: Vec<u8> = [1i16, -2, 300]
+            .iter()
+            .flat_map(|v| v.to_be_bytes())
+            .collect();
+        let want: Vec<u8> = [1i64, -2, 300]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(cast(">i2", "<i8", i16s), want);
+        assert_eq!(cast("|u1", "<i2", vec![255]), 255i16.to_le_bytes());
+        assert!(Numeric::parse("<f2").is_none() && Numeric::parse("<U3").is_none());
+    }
+}
