@@ -34,6 +34,15 @@ async fn error(sql: &str) -> String {
     }
 }
 
+/// The `value` column of the fixture `store`, in index order.
+async fn store_values(store: &str) -> Vec<Value> {
+    let sql = format!(
+        "SELECT value FROM read_zarr('{}') ORDER BY dim_0",
+        fixture(store)
+    );
+    values(&sql, "value").await
+}
+
 /// A copy in `dir` of the fixture `store` (its metadata and its first chunk only), with that
 /// chunk changed by `edit`. Returns the copy and the chunk's key.
 fn with_first_chunk(
@@ -447,11 +456,7 @@ async fn numcodecs_zstd_and_blosc_as_zarr_python_3_writes_them() {
         ("numcodecs_zstd_v3.zarr", "zstd"),
         ("numcodecs_blosc_v3.zarr", "blosc"),
     ] {
-        let sql = format!(
-            "SELECT value FROM read_zarr('{}') ORDER BY dim_0",
-            fixture(store)
-        );
-        let got = values(&sql, "value").await;
+        let got = store_values(store).await;
         assert_eq!(Value::Array(got), exp["numcodecs_v3"][store], "{store}");
         assert!(
             !root()
@@ -492,11 +497,7 @@ async fn numcodecs_checksums_v2_and_v3() {
     let stores = exp["checksums"].as_object().unwrap();
     assert_eq!(stores.len(), 10);
     for (store, want) in stores {
-        let sql = format!(
-            "SELECT value FROM read_zarr('{}') ORDER BY dim_0",
-            fixture(store)
-        );
-        assert_eq!(&Value::Array(values(&sql, "value").await), want, "{store}");
+        assert_eq!(&Value::Array(store_values(store).await), want, "{store}");
         let id = store
             .trim_start_matches("checksum_")
             .trim_end_matches("_v2.zarr")
@@ -532,11 +533,7 @@ async fn numcodecs_lzma_v2_and_v3() {
     let stores = exp["lzma"].as_object().unwrap();
     assert_eq!(stores.len(), 3);
     for (store, want) in stores {
-        let sql = format!(
-            "SELECT value FROM read_zarr('{}') ORDER BY dim_0",
-            fixture(store)
-        );
-        assert_eq!(&Value::Array(values(&sql, "value").await), want, "{store}");
+        assert_eq!(&Value::Array(store_values(store).await), want, "{store}");
         let dir = tempfile::tempdir().unwrap();
         let (copy, chunk) =
             with_first_chunk(dir.path(), store, |bytes| bytes[..bytes.len() - 8].to_vec());
@@ -560,11 +557,7 @@ async fn numcodecs_lzma_v2_and_v3() {
 async fn numcodecs_delta_and_categorize_v2() {
     let exp = expected();
     for (store, want) in exp["v2_filters"].as_object().unwrap() {
-        let sql = format!(
-            "SELECT value FROM read_zarr('{}') ORDER BY dim_0",
-            fixture(store)
-        );
-        assert_eq!(&Value::Array(values(&sql, "value").await), want, "{store}");
+        assert_eq!(&Value::Array(store_values(store).await), want, "{store}");
     }
     let dir = tempfile::tempdir().unwrap();
     for (store, corrupt, message) in [
@@ -609,11 +602,7 @@ async fn numcodecs_astype_v2_and_v3() {
     assert_eq!(stores.len(), 2);
     let dir = tempfile::tempdir().unwrap();
     for (store, want) in stores {
-        let sql = format!(
-            "SELECT value FROM read_zarr('{}') ORDER BY dim_0",
-            fixture(store)
-        );
-        let got = values(&sql, "value").await;
+        let got = store_values(store).await;
         let same = got.len() == want.as_array().unwrap().len()
             && got
                 .iter()

@@ -52,14 +52,7 @@ impl Numeric {
 
     /// The value at `bytes` (`width` of them).
     fn read(self, bytes: &[u8]) -> Number {
-        let mut b = [0u8; 8];
-        let raw = if self.big_endian {
-            b[8 - self.width..].copy_from_slice(bytes);
-            u64::from_be_bytes(b)
-        } else {
-            b[..self.width].copy_from_slice(bytes);
-            u64::from_le_bytes(b)
-        };
+        let raw = plugin::read_uint(bytes, self.big_endian);
         let bits = 8 * self.width as u32;
         match self.kind {
             'f' if self.width == 4 => Number::Float(f64::from(f32::from_bits(raw as u32))),
@@ -137,12 +130,7 @@ impl NumcodecsDecoder for AsType {
     }
 
     fn encoded_representation(&self, decoded: &BytesRepresentation) -> BytesRepresentation {
-        match decoded {
-            BytesRepresentation::FixedSize(n) => BytesRepresentation::FixedSize(
-                n / self.decode.width as u64 * self.encode.width as u64,
-            ),
-            other => *other,
-        }
+        plugin::per_element_representation(decoded, self.decode.width, self.encode.width)
     }
 
     fn decode<'a>(
@@ -150,20 +138,15 @@ impl NumcodecsDecoder for AsType {
         encoded: ArrayBytesRaw<'a>,
         decoded: &BytesRepresentation,
     ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        let (ew, len) = (self.encode.width, encoded.len());
-        let size = (len / ew) as u64 * self.decode.width as u64;
-        let fits = match decoded {
-            BytesRepresentation::FixedSize(n) => size == *n,
-            BytesRepresentation::BoundedSize(n) => size <= *n,
-            BytesRepresentation::UnboundedSize => false,
-        };
-        if len % ew != 0 || !fits {
-            return Err(CodecError::Other(format!(
-                "astype data is {len} bytes of {ew}-byte values, which cast to {size} bytes; \
-                 the chunk declares {decoded}"
-            )));
-        }
-        let mut out = Vec::with_capacity(size as usize);
+        let ew = self.encode.width;
+        let size = plugin::per_element_decoded_size(
+            "astype",
+            encoded.len(),
+            ew,
+            self.decode.width,
+            decoded,
+        )?;
+        let mut out = Vec::with_capacity(size);
         for value in encoded.chunks_exact(ew) {
             self.decode.write(self.encode.read(value), &mut out);
         }

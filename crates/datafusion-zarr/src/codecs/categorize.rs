@@ -92,12 +92,7 @@ impl NumcodecsDecoder for Categorize {
     }
 
     fn encoded_representation(&self, decoded: &BytesRepresentation) -> BytesRepresentation {
-        match decoded {
-            BytesRepresentation::FixedSize(n) => {
-                BytesRepresentation::FixedSize(n / self.width as u64 * self.code_width as u64)
-            }
-            other => *other,
-        }
+        plugin::per_element_representation(decoded, self.width, self.code_width)
     }
 
     fn decode<'a>(
@@ -105,29 +100,12 @@ impl NumcodecsDecoder for Categorize {
         encoded: ArrayBytesRaw<'a>,
         decoded: &BytesRepresentation,
     ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        let (cw, len) = (self.code_width, encoded.len());
-        let size = (len / cw) as u64 * self.width as u64;
-        let fits = match decoded {
-            BytesRepresentation::FixedSize(n) => size == *n,
-            BytesRepresentation::BoundedSize(n) => size <= *n,
-            BytesRepresentation::UnboundedSize => false,
-        };
-        if len % cw != 0 || !fits {
-            return Err(CodecError::Other(format!(
-                "categorize data is {len} bytes of {cw}-byte codes, which decode to {size} \
-                 bytes; the chunk declares {decoded}"
-            )));
-        }
-        let mut out = Vec::with_capacity(size as usize);
+        let cw = self.code_width;
+        let size =
+            plugin::per_element_decoded_size("categorize", encoded.len(), cw, self.width, decoded)?;
+        let mut out = Vec::with_capacity(size);
         for code in encoded.chunks_exact(cw) {
-            let mut bytes = [0u8; 8];
-            let code = if self.code_big_endian {
-                bytes[8 - cw..].copy_from_slice(code);
-                u64::from_be_bytes(bytes)
-            } else {
-                bytes[..cw].copy_from_slice(code);
-                u64::from_le_bytes(bytes)
-            };
+            let code = plugin::read_uint(code, self.code_big_endian);
             match code {
                 0 => out.resize(out.len() + self.width, 0),
                 k => {

@@ -158,3 +158,55 @@ pub(super) fn dtype(text: &str) -> Option<(usize, bool)> {
         _ => None,
     }
 }
+
+/// The encoded size of a codec that stores each `decoded_width`-byte element as
+/// `encoded_width` bytes (astype, categorize).
+pub(super) fn per_element_representation(
+    decoded: &BytesRepresentation,
+    decoded_width: usize,
+    encoded_width: usize,
+) -> BytesRepresentation {
+    match decoded {
+        BytesRepresentation::FixedSize(n) => {
+            BytesRepresentation::FixedSize(n / decoded_width as u64 * encoded_width as u64)
+        }
+        other => *other,
+    }
+}
+
+/// For such a codec: the decoded size of `len` encoded bytes, checked to be whole elements
+/// that fit what the chunk declares.
+pub(super) fn per_element_decoded_size(
+    id: &str,
+    len: usize,
+    encoded_width: usize,
+    decoded_width: usize,
+    decoded: &BytesRepresentation,
+) -> Result<usize, CodecError> {
+    let size = (len / encoded_width) as u64 * decoded_width as u64;
+    let fits = match decoded {
+        BytesRepresentation::FixedSize(n) => size == *n,
+        BytesRepresentation::BoundedSize(n) => size <= *n,
+        BytesRepresentation::UnboundedSize => false,
+    };
+    match (len % encoded_width, fits) {
+        (0, true) => usize::try_from(size).map_err(|e| CodecError::Other(e.to_string())),
+        _ => Err(CodecError::Other(format!(
+            "{id} data is {len} bytes of {encoded_width}-byte elements, which decode to {size} \
+             bytes; the chunk declares {decoded}"
+        ))),
+    }
+}
+
+/// The unsigned integer of `bytes` (1 to 8 of them) in the given byte order.
+pub(super) fn read_uint(bytes: &[u8], big_endian: bool) -> u64 {
+    let mut b = [0u8; 8];
+    let w = bytes.len().min(8);
+    if big_endian {
+        b[8 - w..].copy_from_slice(&bytes[..w]);
+        u64::from_be_bytes(b)
+    } else {
+        b[..w].copy_from_slice(&bytes[..w]);
+        u64::from_le_bytes(b)
+    }
+}
