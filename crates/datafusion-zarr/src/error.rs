@@ -76,14 +76,13 @@ pub enum ZarrError {
         limit: u64,
     },
 
-    /// The object store failed.
-    #[error("{location}: {source}")]
+    /// The object store failed (after its retries).
+    #[error("{location}: {message}")]
     Store {
-        /// What was being read.
+        /// What was being read (the store's URL and the key).
         location: String,
-        /// The store's error.
-        #[source]
-        source: object_store::Error,
+        /// The store's error, cleared of credentials.
+        message: String,
     },
 
     /// A failure of this crate or of DataFusion inside the reader (not of the data): a bug to

@@ -29,7 +29,7 @@ use crate::table::TableModel;
 /// # tokio::runtime::Runtime::new().unwrap().block_on(demo()).unwrap();
 /// ```
 pub async fn inspect(runtime: &RuntimeEnv, location: &str, options: &ZarrOptions) -> Result<Value> {
-    let store = ZarrStore::open(runtime, location)?;
+    let store = ZarrStore::open(runtime, location, &options.storage)?;
     let root = open_node(&store, &options.path, &Limits::of(options)).await?;
     let mut tree = describe(&store, root, options).await?;
     tree["store"] = json!(store.display_location());

@@ -56,7 +56,7 @@ impl ZarrTable {
     /// Opens the node `options.path` of the store at `location` (a local directory, or a URL
     /// whose object store is registered in `runtime`).
     pub async fn open(runtime: &RuntimeEnv, location: &str, options: ZarrOptions) -> Result<Self> {
-        let store = ZarrStore::open(runtime, location)?;
+        let store = ZarrStore::open(runtime, location, &options.storage)?;
         let node = open_node(&store, &options.path, &Limits::of(&options)).await?;
         let model = TableModel::new(store, node, options)?;
         Ok(Self {

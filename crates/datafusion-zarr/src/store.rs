@@ -1,17 +1,19 @@
 //! Locations and object stores: turns a user's location into an [`ObjectStore`] from the
 //! session's registry, and reads keys below the store root with size limits and path safety.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use object_store::path::Path;
-use object_store::{GetOptions, GetRange, ObjectStore};
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use url::Url;
 
 use crate::error::{Result, ZarrError};
 use crate::limits::Limit;
+use crate::object_stores::{StorageOptions, build_store, is_remote_scheme, supported_schemes};
 
 /// A Zarr store: an object store and the prefix of the store root within it.
 #[derive(Debug, Clone)]
@@ -19,6 +21,10 @@ pub(crate) struct ZarrStore {
     store: Arc<dyn ObjectStore>,
     root: Path,
     url: Url,
+    /// The URL as shown in errors, plans and file metadata: no user, password or query.
+    shown: String,
+    /// The options the store was built with, whose values errors must not show.
+    storage: StorageOptions,
 }
 
 impl std::fmt::Display for ZarrStore {
@@ -28,27 +34,52 @@ impl std::fmt::Display for ZarrStore {
 }
 
 impl ZarrStore {
-    /// Resolves `location` (a local directory, or a URL whose scheme has an object store
-    /// registered in `runtime`) to a store.
-    pub(crate) fn open(runtime: &RuntimeEnv, location: &str) -> Result<Self> {
+    /// Resolves `location` (a local directory or a URL) to a store. The session's registry is
+    /// asked first; when it has no store for the URL, one is built from the URL, `storage` and
+    /// the environment and registered, as datafusion-cli does. A table that brings its own
+    /// storage options gets a store built from them even when the session has one.
+    pub(crate) fn open(
+        runtime: &RuntimeEnv,
+        location: &str,
+        storage: &StorageOptions,
+    ) -> Result<Self> {
         let url = location_url(location)?;
+        let shown = redact(&url);
         let store_url = ObjectStoreUrl::parse(&url[..url::Position::BeforePath])
-            .map_err(|e| ZarrError::Location(format!("'{location}' is not a usable URL: {e}")))?;
-        let store = runtime.object_store(&store_url).map_err(|e| {
-            ZarrError::Location(format!(
-                "'{location}': no object store is registered for {}: {e}",
-                store_url.as_str()
-            ))
-        })?;
+            .map_err(|e| ZarrError::Location(format!("'{shown}' is not a usable URL: {e}")))?;
+        let store_root: &Url = store_url.as_ref();
+        let registered = runtime.object_store(&store_url).ok();
+        let store = match registered {
+            Some(store) if storage.is_empty() => store,
+            registered if is_remote_scheme(url.scheme()) => {
+                let built = build_store(&url, storage)?;
+                if registered.is_none() {
+                    runtime.register_object_store(store_root, built.clone());
+                }
+                built
+            }
+            _ => {
+                return Err(ZarrError::Location(format!(
+                    "'{shown}': no object store is registered for {}, and this build reads {}",
+                    redact(store_root),
+                    supported_schemes().join(", ")
+                )));
+            }
+        };
         let root = Path::from_url_path(url.path())
-            .map_err(|e| ZarrError::Location(format!("'{location}' has an invalid path: {e}")))?;
-        Ok(Self { store, root, url })
+            .map_err(|e| ZarrError::Location(format!("'{shown}' has an invalid path: {e}")))?;
+        Ok(Self {
+            store,
+            root,
+            url,
+            shown,
+            storage: storage.clone(),
+        })
     }
 
-    /// The store's URL, as shown in errors and plans.
+    /// The store's URL, as shown in errors, plans and file metadata (without credentials).
     pub(crate) fn display_location(&self) -> &str {
-        let s = self.url.as_str();
-        s.strip_suffix('/').unwrap_or(s)
+        &self.shown
     }
 
     /// The object path of `key` (a `/`-separated path relative to the store root).
@@ -77,8 +108,51 @@ impl ZarrStore {
         range: GetRange,
         limit: Limit,
     ) -> Result<Option<(Bytes, u64)>> {
+        let range = match range {
+            // Azure has no suffix ranges: ask for the size, then read a bounded range.
+            GetRange::Suffix(n) if self.no_suffix_ranges() => {
+                let size = match self.store.head(&self.key_path(key)).await {
+                    Ok(meta) => meta.size,
+                    Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                    Err(source) => return Err(self.store_error(key, &source)),
+                };
+                GetRange::Bounded(size.saturating_sub(n)..size)
+            }
+            range => range,
+        };
         let options = GetOptions::default().with_range(Some(range));
         self.get_opts(key, options, limit).await
+    }
+
+    /// Reads `ranges` of the object at `key` (object_store coalesces nearby ranges into one
+    /// request), or `None` if it does not exist. Each range is checked against `limit` first.
+    pub(crate) async fn get_ranges(
+        &self,
+        key: &str,
+        ranges: &[Range<u64>],
+        limit: Limit,
+    ) -> Result<Option<Vec<Bytes>>> {
+        let location = || format!("{}/{}", self.display_location(), key);
+        for r in ranges {
+            limit.check(location(), "object range", r.end.checked_sub(r.start))?;
+        }
+        match self.store.get_ranges(&self.key_path(key), ranges).await {
+            Ok(parts) => Ok(Some(parts)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(source) => Err(self.store_error(key, &source)),
+        }
+    }
+
+    fn no_suffix_ranges(&self) -> bool {
+        matches!(self.url.scheme(), "az" | "abfs" | "abfss" | "azure" | "adl")
+    }
+
+    /// A store failure reading `key`, its text cleared of credentials.
+    fn store_error(&self, key: &str, source: &object_store::Error) -> ZarrError {
+        ZarrError::Store {
+            location: format!("{}/{}", self.display_location(), key),
+            message: redact_text(&source.to_string(), &self.storage),
+        }
     }
 
     async fn get_opts(
@@ -106,12 +180,7 @@ impl ZarrStore {
                 }
                 return Ok(None);
             }
-            Err(source) => {
-                return Err(ZarrError::Store {
-                    location: location(),
-                    source,
-                });
-            }
+            Err(source) => return Err(self.store_error(key, &source)),
         };
         let size = result.meta.size;
         limit.check(
@@ -119,10 +188,10 @@ impl ZarrStore {
             "object",
             Some(result.range.end - result.range.start),
         )?;
-        let bytes = result.bytes().await.map_err(|source| ZarrError::Store {
-            location: location(),
-            source,
-        })?;
+        let bytes = result
+            .bytes()
+            .await
+            .map_err(|source| self.store_error(key, &source))?;
         Ok(Some((bytes, size)))
     }
 
@@ -133,10 +202,7 @@ impl ZarrStore {
             .store
             .list_with_delimiter(Some(&path))
             .await
-            .map_err(|source| ZarrError::Store {
-                location: format!("{}/{}", self.display_location(), prefix),
-                source,
-            })?;
+            .map_err(|source| self.store_error(prefix, &source))?;
         let mut names: Vec<String> = listing
             .common_prefixes
             .iter()
@@ -145,6 +211,46 @@ impl ZarrStore {
         names.sort();
         Ok(names)
     }
+}
+
+/// `url` without user name, password, query or fragment, and without a trailing `/`: what
+/// errors, plans and file metadata show (a SAS token or a password never appears).
+pub(crate) fn redact(url: &Url) -> String {
+    let mut shown = url.clone();
+    // Both only fail for URLs that cannot have credentials (`data:`), which have none.
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.set_query(None);
+    shown.set_fragment(None);
+    let s = shown.to_string();
+    s.strip_suffix('/').map(str::to_string).unwrap_or(s)
+}
+
+/// `text` (an object store's error) without credentials: the query of every URL in it (an
+/// Azure SAS token travels there) and every storage option value longer than three characters
+/// are replaced by `***`.
+pub(crate) fn redact_text(text: &str, options: &StorageOptions) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, word) in text.split(' ').enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        match word.split_once('?') {
+            Some((base, _)) if base.contains("://") => {
+                out.push_str(base);
+                out.push_str("?***");
+            }
+            _ => out.push_str(word),
+        }
+    }
+    for key in options.keys() {
+        if let Some(value) = options.get(key)
+            && value.len() > 3
+        {
+            out = out.replace(value, "***");
+        }
+    }
+    out
 }
 
 /// Turns a location into a URL: URLs pass through, local paths must name an existing directory.

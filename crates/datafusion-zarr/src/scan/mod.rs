@@ -3,13 +3,16 @@
 //!
 //! Its rooms: [`filter`] (the filters, physical once), [`pruning`] (filters → units before
 //! the scan), [`dynamic`] (DataFusion's runtime filters → units during it), [`raw_filter`]
-//! (string predicates on UTF-32), [`grid`] (geometry), [`read`] (fetch and decode),
-//! [`convert`] (elements → Arrow), [`stream`] (one partition's batches).
+//! (string predicates on UTF-32), [`grid`] (geometry), [`fetch`] (encoded chunks from the
+//! store), [`prefetch`] (fetching the next units while one decodes), [`read`] (decode and
+//! assemble regions), [`convert`] (elements → Arrow), [`stream`] (one partition's batches).
 
 mod convert;
 mod dynamic;
+mod fetch;
 mod filter;
 mod grid;
+mod prefetch;
 mod pruning;
 mod raw_filter;
 mod read;

@@ -1,8 +1,9 @@
-//! Fetching and decoding chunks, and assembling the elements of a region (a box of the array)
-//! from the chunks that intersect it.
+//! Decoding chunks, and assembling the elements of a region (a box of the array) from the
+//! chunks that intersect it.
 //!
-//! zarrs decodes; we fetch through the object store (so remote stores and I/O counting work the
-//! same way) and copy rows of elements between chunk and region layouts.
+//! zarrs decodes; `fetch.rs` fetches through the object store (so remote stores and I/O
+//! counting work the same way); here rows of elements are copied between chunk and region
+//! layouts.
 
 use std::borrow::Cow;
 
@@ -11,13 +12,13 @@ use std::num::NonZeroU64;
 use std::ops::Range;
 use std::sync::Arc;
 
-use object_store::GetRange;
 use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits, CodecChain};
 
 use crate::codecs::decode_options;
 use crate::error::{Result, ZarrError};
 use crate::limits::{Limit, Limits, VARIABLE_ELEMENT_BYTES};
 use crate::node::ArrayNode;
+use crate::scan::fetch::{Objects, ShardIndexes, fetch_chunks};
 use crate::scan::grid::ReadGrid;
 use crate::store::ZarrStore;
 
@@ -90,10 +91,6 @@ pub(crate) struct Chunk {
     pub shape: Vec<u64>,
     /// The elements, C order over `shape`.
     pub elements: Elements,
-    /// Whether the chunk object was absent (all elements are the fill value).
-    pub missing: bool,
-    /// Encoded bytes fetched.
-    pub bytes_read: u64,
 }
 
 /// Counters of the work done while reading.
@@ -109,16 +106,33 @@ pub(crate) struct ReadCounts {
     pub inner_chunks_read: usize,
 }
 
-/// What a partition keeps between the regions of one column: the last decoded chunk and, for
-/// sharded arrays, the last shard's index.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct ColumnCache {
-    chunk: Option<Arc<Chunk>>,
-    shard: Option<(Vec<u64>, Option<Arc<ShardEntries>>)>,
+impl ReadCounts {
+    /// Adds `other`'s counts to these.
+    pub(crate) fn add(&mut self, other: &ReadCounts) {
+        self.chunks_read += other.chunks_read;
+        self.chunks_missing += other.chunks_missing;
+        self.bytes_read += other.bytes_read;
+        self.inner_chunks_read += other.inner_chunks_read;
+    }
 }
 
-/// Byte ranges of a shard's inner chunks (`None`: absent).
-type ShardEntries = Vec<Option<Range<u64>>>;
+/// What a partition keeps between the regions of one column: the last decoded chunk, the
+/// encoded objects fetched ahead for the next region, and for sharded arrays the shard indexes.
+#[derive(Debug, Default)]
+pub(crate) struct ColumnCache {
+    chunk: Option<Arc<Chunk>>,
+    /// Objects fetched ahead (by the prefetcher) for the next region.
+    pub prefetched: Objects,
+    /// Shard indexes, shared with the prefetcher's fetches of this column.
+    pub shard_indexes: Arc<ShardIndexes>,
+}
+
+impl ColumnCache {
+    /// The grid indices of the chunk kept decoded, if any.
+    pub(crate) fn decoded(&self) -> Option<&[u64]> {
+        self.chunk.as_ref().map(|c| c.indices.as_slice())
+    }
+}
 
 /// Fetches and decodes the chunk at `indices`. An absent chunk reads as the fill value.
 pub(crate) async fn read_chunk(
@@ -127,11 +141,22 @@ pub(crate) async fn read_chunk(
     indices: &[u64],
     limits: &Limits,
 ) -> Result<Chunk> {
-    let (full_key, _) = chunk_key(node, indices)?;
-    // The declared size is checked before anything is fetched.
-    ChunkToDecode::of(node, indices, limits)?;
-    let object = store.get(&full_key, limits.chunk).await?;
+    let mut objects = fetch_chunks(
+        store,
+        node,
+        &[indices.to_vec()],
+        limits,
+        &ShardIndexes::default(),
+        &mut ReadCounts::default(),
+    )
+    .await?;
+    let object = objects.remove(indices).flatten();
     decode_owned(node, indices, object, limits)
+}
+
+/// Checks the declared decoded size of the chunk at `indices` against the table's limit.
+pub(crate) fn check_declared(node: &ArrayNode, indices: &[u64], limits: &Limits) -> Result<()> {
+    ChunkToDecode::of(node, indices, limits).map(|_| ())
 }
 
 /// Decodes the encoded bytes of the chunk at `indices` (`None`: the chunk is absent and reads
@@ -160,16 +185,12 @@ fn decode_owned(
     if let (Some(layout), Some(encoded)) = (&node.shard_index, &object) {
         layout.check(encoded).map_err(|e| target.error(e))?;
     }
-    let missing = object.is_none();
-    let bytes_read = object.as_ref().map_or(0, |o| o.len() as u64);
     let elements = target.decode(&array.codecs(), object)?;
     Ok(Chunk {
         indices: indices.to_vec(),
         origin,
         shape: target.shape.iter().map(|d| d.get()).collect(),
         elements,
-        missing,
-        bytes_read,
     })
 }
 
@@ -316,15 +337,13 @@ fn into_elements(
     Ok(elements)
 }
 
-/// Fetches and decodes one inner chunk of a shard (grid indices over the inner chunk grid):
-/// the shard's index by a range request (cached per partition), then the inner chunk's bytes.
-async fn read_inner_chunk(
-    store: &ZarrStore,
+/// Decodes one inner chunk of a shard (grid indices over the inner chunk grid) from its
+/// encoded bytes (`None`: absent, the fill value).
+fn decode_inner(
     node: &ArrayNode,
     indices: &[u64],
+    object: Option<Bytes>,
     limits: &Limits,
-    shard_cache: &mut Option<(Vec<u64>, Option<Arc<ShardEntries>>)>,
-    counts: &mut ReadCounts,
 ) -> Result<Chunk> {
     let inner = node
         .inner
@@ -333,13 +352,13 @@ async fn read_inner_chunk(
     let shard: Vec<u64> = indices
         .iter()
         .zip(&inner.per_shard)
-        .map(|(i, p)| i / p)
+        .map(|(i, &p)| i / p.max(1))
         .collect();
     let within = indices
         .iter()
         .zip(&inner.per_shard)
-        .fold(0u64, |acc, (i, p)| acc * p + i % p);
-    let (full_key, shard_key) = chunk_key(node, &shard)?;
+        .fold(0u64, |acc, (i, &p)| acc * p + i % p.max(1));
+    let (_, shard_key) = chunk_key(node, &shard)?;
     let shape: Vec<NonZeroU64> = inner
         .shape
         .iter()
@@ -347,65 +366,6 @@ async fn read_inner_chunk(
         .collect();
     let key = format!("{shard_key} (inner chunk {within})");
     let target = ChunkToDecode::with_shape(node, key, shape, limits)?;
-    let entries = match shard_cache {
-        Some((cached, entries)) if *cached == shard => entries.clone(),
-        _ => {
-            let index_size = inner
-                .layout
-                .index_size()
-                .ok_or_else(|| target.error("the shard index size overflows u64".into()))?;
-            let range = if inner.layout.at_start {
-                GetRange::Bounded(0..index_size)
-            } else {
-                GetRange::Suffix(index_size)
-            };
-            let fetched = store.get_range(&full_key, range, limits.chunk).await?;
-            let entries = match fetched {
-                None => {
-                    counts.chunks_missing += 1;
-                    None
-                }
-                Some((bytes, len)) => {
-                    counts.chunks_read += 1;
-                    counts.bytes_read += bytes.len() as u64;
-                    let parsed = inner
-                        .layout
-                        .parse(&bytes, len)
-                        .map_err(|e| ZarrError::Chunk {
-                            array: node.display.clone(),
-                            chunk: shard_key.clone(),
-                            message: e,
-                        })?;
-                    Some(Arc::new(parsed))
-                }
-            };
-            *shard_cache = Some((shard.clone(), entries.clone()));
-            entries
-        }
-    };
-    let range = entries
-        .as_ref()
-        .and_then(|e| e.get(within as usize).cloned().flatten());
-    let object = match range {
-        Some(r) => {
-            let expected = r.end - r.start;
-            let (bytes, _) = store
-                .get_range(&full_key, GetRange::Bounded(r), limits.chunk)
-                .await?
-                .ok_or_else(|| target.error("the shard disappeared while it was read".into()))?;
-            if bytes.len() as u64 != expected {
-                return Err(target.error(format!(
-                    "truncated shard: {} of the inner chunk's {expected} bytes",
-                    bytes.len()
-                )));
-            }
-            counts.inner_chunks_read += 1;
-            counts.bytes_read += expected;
-            Some(bytes)
-        }
-        None => None,
-    };
-    let bytes_read = object.as_ref().map_or(0, |o| o.len() as u64);
     let elements = target.decode(&inner.codecs, object)?;
     Ok(Chunk {
         indices: indices.to_vec(),
@@ -416,8 +376,6 @@ async fn read_inner_chunk(
             .collect(),
         shape: inner.shape.clone(),
         elements,
-        missing: bytes_read == 0,
-        bytes_read,
     })
 }
 
@@ -464,31 +422,44 @@ pub(crate) async fn read_region(
     let chunks = ReadGrid::of(node).intersecting(region)?;
     let region_start: Vec<u64> = region.iter().map(|r| r.start).collect();
     let region_shape: Vec<u64> = region.iter().map(|r| r.end - r.start).collect();
+    // Fetch, concurrently, what is neither decoded already nor fetched ahead.
+    let missing: Vec<Vec<u64>> = chunks
+        .iter()
+        .filter(|c| cache.decoded() != Some(c.as_slice()) && !cache.prefetched.contains_key(*c))
+        .cloned()
+        .collect();
+    if !missing.is_empty() {
+        let fetched =
+            fetch_chunks(store, node, &missing, limits, &cache.shard_indexes, counts).await?;
+        cache.prefetched.extend(fetched);
+    }
+    // The chunk kept from the previous region, whatever this loop decodes after it.
+    let kept = cache.chunk.clone();
     let mut pieces: Vec<Arc<Chunk>> = Vec::new();
     for indices in chunks {
-        let chunk = match &cache.chunk {
+        let chunk = match &kept {
             Some(c) if c.indices == indices => c.clone(),
-            _ if node.inner.is_some() => {
-                let c = read_inner_chunk(store, node, &indices, limits, &mut cache.shard, counts)
-                    .await?;
-                let c = Arc::new(c);
-                cache.chunk = Some(c.clone());
-                c
-            }
             _ => {
-                let c = Arc::new(read_chunk(store, node, &indices, limits).await?);
-                if c.missing {
-                    counts.chunks_missing += 1;
+                let object = cache.prefetched.remove(&indices).ok_or_else(|| {
+                    ZarrError::internal(format!(
+                        "reading {}: chunk {indices:?} was neither fetched nor kept",
+                        node.display
+                    ))
+                })?;
+                let c = if node.inner.is_some() {
+                    decode_inner(node, &indices, object, limits)?
                 } else {
-                    counts.chunks_read += 1;
-                }
-                counts.bytes_read += c.bytes_read;
+                    decode_owned(node, &indices, object, limits)?
+                };
+                let c = Arc::new(c);
                 cache.chunk = Some(c.clone());
                 c
             }
         };
         pieces.push(chunk);
     }
+    // Objects fetched ahead but not needed (the region was smaller than planned) are dropped.
+    cache.prefetched.clear();
     if let [only] = pieces.as_slice()
         && only.origin == region_start
         && only.shape == region_shape

@@ -17,6 +17,7 @@ use crate::progress::ScanProgress;
 use crate::scan::convert::to_arrow;
 use crate::scan::dynamic::DynamicPruner;
 use crate::scan::grid::UnitGrid;
+use crate::scan::prefetch::{PrefetchColumn, Prefetcher};
 use crate::scan::raw_filter::{RawFilter, select_rows};
 use crate::scan::read::{ColumnCache, Elements, ReadCounts, Region, chunk_key, read_region};
 use crate::table::{ColumnSource, TableModel};
@@ -56,6 +57,10 @@ pub(crate) struct PartitionScan {
     metrics: ScanMetrics,
     raw_filters: Arc<Vec<RawFilter>>,
     pruner: Option<DynamicPruner>,
+    prefetcher: Prefetcher,
+    /// Whether each of the last 16 units had rows passing the string filters (bit 0: the
+    /// latest): when most did, the other columns are fetched ahead too.
+    recent_matches: u16,
 }
 
 enum UnitColumn {
@@ -110,8 +115,36 @@ impl PartitionScan {
         batch_size: usize,
         metrics: ScanMetrics,
     ) -> Self {
-        let caches = vec![ColumnCache::default(); spec.projection.len()];
+        let caches: Vec<ColumnCache> = spec
+            .projection
+            .iter()
+            .map(|_| ColumnCache::default())
+            .collect();
         let pruner = DynamicPruner::new(&spec.model, spec.schema.clone(), &spec.dynamic_filters);
+        // The value columns' chunks are fetched ahead; index columns need no I/O and coordinate
+        // arrays are small and read when reached. With string filters, their columns always.
+        let filtered: Vec<usize> = spec.raw_filters.iter().map(|f| f.column).collect();
+        let columns = spec
+            .projection
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, &c)| match &spec.model.columns[c].source {
+                ColumnSource::Value { array } => Some(PrefetchColumn {
+                    slot,
+                    array: array.clone(),
+                    shard_indexes: caches[slot].shard_indexes.clone(),
+                    always: filtered.is_empty() || filtered.contains(&c),
+                }),
+                _ => None,
+            })
+            .collect();
+        let prefetcher = Prefetcher::new(
+            spec.model.store.clone(),
+            spec.model.limits,
+            spec.units.clone(),
+            columns,
+            spec.model.options.io_concurrency,
+        );
         Self {
             model: spec.model,
             grid: spec.units,
@@ -125,6 +158,8 @@ impl PartitionScan {
             metrics,
             raw_filters: spec.raw_filters,
             pruner,
+            prefetcher,
+            recent_matches: 0,
         }
     }
 
@@ -150,19 +185,48 @@ impl PartitionScan {
                 self.metrics.rows_transcoded.add(batch.num_rows());
                 return Ok(Some(batch));
             }
-            let Some(id) = self.units.next() else {
+            // Units the dynamic filters rule out are skipped before they are fetched.
+            let (grid, pruner, pruned) =
+                (&self.grid, &mut self.pruner, &self.metrics.chunks_pruned);
+            let keep = |id: u64| -> Result<bool> {
+                let Some(pruner) = pruner.as_mut() else {
+                    return Ok(true);
+                };
+                let (origin, extent) = grid.bounds(id)?;
+                let keep = pruner.may_match(&origin, &extent);
+                if !keep {
+                    pruned.add(1);
+                }
+                Ok(keep)
+            };
+            let Some(fetched) = self.prefetcher.next(&mut self.units, keep).await else {
                 return Ok(None);
             };
+            let fetched = fetched?;
+            self.add_counts(&fetched.counts);
+            for (slot, objects) in fetched.objects {
+                let cache = &mut self.caches[slot];
+                cache.prefetched.clear();
+                cache.prefetched.extend(objects);
+            }
+            self.current = None;
+            // The dynamic filters may have tightened while the unit was fetched.
             if let Some(pruner) = &mut self.pruner {
-                let (origin, extent) = self.grid.bounds(id)?;
+                let (origin, extent) = self.grid.bounds(fetched.id)?;
                 if !pruner.may_match(&origin, &extent) {
                     self.metrics.chunks_pruned.add(1);
-                    self.current = None;
                     continue;
                 }
             }
-            self.current = Some(self.load_unit(id).await?);
+            self.current = Some(self.load_unit(fetched.id).await?);
         }
+    }
+
+    fn add_counts(&self, counts: &ReadCounts) {
+        self.metrics.chunks_read.add(counts.chunks_read);
+        self.metrics.chunks_missing.add(counts.chunks_missing);
+        self.metrics.bytes_read.add(counts.bytes_read as usize);
+        self.metrics.inner_chunks_read.add(counts.inner_chunks_read);
     }
 
     /// Reads `region` of `array` for projection slot `slot`, through that slot's cache.
@@ -227,6 +291,11 @@ impl PartitionScan {
             selection = Some(rows_passing);
         }
         let skip_rest = selection.as_ref().is_some_and(Vec::is_empty);
+        if selection.is_some() {
+            self.recent_matches = (self.recent_matches << 1) | u16::from(!skip_rest);
+            self.prefetcher
+                .fetch_all_columns(self.recent_matches.count_ones() >= 8);
+        }
 
         let mut columns = Vec::with_capacity(self.projection.len());
         if !skip_rest {
@@ -264,10 +333,7 @@ impl PartitionScan {
                 });
             }
         }
-        self.metrics.chunks_read.add(counts.chunks_read);
-        self.metrics.chunks_missing.add(counts.chunks_missing);
-        self.metrics.bytes_read.add(counts.bytes_read as usize);
-        self.metrics.inner_chunks_read.add(counts.inner_chunks_read);
+        self.add_counts(&counts);
         self.metrics.rows_decoded.add(rows);
         if let Some(p) = &self.metrics.progress {
             p.unit_done(rows as u64);

@@ -1,0 +1,330 @@
+//! Remote object stores: the storage options a table takes (datafusion-cli's `aws.*`, `gcp.*`,
+//! `azure.*` names, plus `http.*` and `retry.*`), and the S3, GCS, Azure or HTTP store built
+//! from a URL, those options and the environment when the session has none registered.
+//!
+//! The keys are object_store's own configuration keys under a prefix, parsed by object_store
+//! (so every key it knows works, under the names its documentation gives). Values are secrets
+//! until shown otherwise: `Debug` prints only the keys.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use object_store::ObjectStore;
+use object_store::{ClientConfigKey, ClientOptions, RetryConfig};
+use url::Url;
+
+use crate::error::{Result, ZarrError};
+
+/// The option prefixes that configure the object store rather than the table.
+pub const STORAGE_PREFIXES: &[&str] = &["aws.", "gcp.", "azure.", "http.", "retry."];
+
+/// Storage options of a table: object store configuration by prefix. Keys are lower case with
+/// their prefix (`aws.region`); values are kept as given and never printed.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct StorageOptions {
+    pairs: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for StorageOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Keys only: values may be keys, tokens or passwords.
+        f.debug_set().entries(self.pairs.keys()).finish()
+    }
+}
+
+impl StorageOptions {
+    /// Whether `key` (lower case, without `format.`) is a storage option.
+    pub fn is_storage_key(key: &str) -> bool {
+        STORAGE_PREFIXES.iter().any(|p| key.starts_with(p))
+    }
+
+    /// Sets `key` (with its prefix) after checking that the store it configures knows it.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let key = key.to_ascii_lowercase();
+        check_key(&key, value)?;
+        self.pairs.insert(key, value.to_string());
+        Ok(())
+    }
+
+    /// Whether no storage option is set.
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    /// The keys set, sorted (values are not shown: they may be secrets).
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.pairs.keys().map(String::as_str)
+    }
+
+    /// The value of `key`, if set.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.pairs.get(key).map(String::as_str)
+    }
+
+    /// The options under `prefix` (`"aws."`), without it.
+    fn under<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
+        self.pairs
+            .iter()
+            .filter_map(move |(k, v)| k.strip_prefix(prefix).map(|rest| (rest, v.as_str())))
+    }
+
+    /// object_store's retry policy, with `retry.max_retries` and `retry.timeout` applied.
+    fn retry(&self) -> Result<RetryConfig> {
+        let mut retry = RetryConfig::default();
+        for (key, value) in self.under("retry.") {
+            apply_retry(&mut retry, key, value)?;
+        }
+        Ok(retry)
+    }
+}
+
+/// Applies the retry option `key` (without `retry.`) to `retry`.
+fn apply_retry(retry: &mut RetryConfig, key: &str, value: &str) -> Result<()> {
+    match key {
+        "max_retries" => {
+            retry.max_retries = value.trim().parse().map_err(|_| {
+                ZarrError::Option(format!("retry.max_retries '{value}' is not a whole number"))
+            })?;
+        }
+        "timeout" => retry.retry_timeout = parse_duration("retry.timeout", value)?,
+        _ => {
+            return Err(ZarrError::Option(format!(
+                "'retry.{key}' is not a retry option; known: retry.max_retries, retry.timeout"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Rejects a storage key that its store does not know, or a retry value that does not parse.
+fn check_key(key: &str, value: &str) -> Result<()> {
+    let unknown = |store: &str, e: &dyn std::fmt::Display| {
+        ZarrError::Option(format!("'{key}' is not a {store} option: {e}"))
+    };
+    if let Some(rest) = key.strip_prefix("retry.") {
+        return apply_retry(&mut RetryConfig::default(), rest, value);
+    }
+    if let Some(rest) = key.strip_prefix("http.") {
+        return rest
+            .parse::<ClientConfigKey>()
+            .map(|_| ())
+            .map_err(|e| unknown("HTTP client", &e));
+    }
+    #[cfg(feature = "aws")]
+    if let Some(rest) = key.strip_prefix("aws.") {
+        return aws_key(rest).map(|_| ()).map_err(|e| unknown("S3", &e));
+    }
+    #[cfg(feature = "gcp")]
+    if let Some(rest) = key.strip_prefix("gcp.") {
+        return gcp_key(rest).map(|_| ()).map_err(|e| unknown("GCS", &e));
+    }
+    #[cfg(feature = "azure")]
+    if let Some(rest) = key.strip_prefix("azure.") {
+        return azure_key(rest)
+            .map(|_| ())
+            .map_err(|e| unknown("Azure", &e));
+    }
+    Err(ZarrError::Option(format!(
+        "'{key}' configures a store this build does not include (built without its cargo feature)"
+    )))
+}
+
+fn parse_duration(key: &str, value: &str) -> Result<Duration> {
+    humantime::parse_duration(value.trim()).map_err(|e| {
+        ZarrError::Option(format!(
+            "{key} '{value}' is not a duration such as 30s or 500ms: {e}"
+        ))
+    })
+}
+
+// The three key parsers accept datafusion-cli's short names (`aws.region` → `region`) and
+// object_store's full ones (`aws.aws_region`), by trying the key as given, then with the
+// store's own prefix (`allow_http` is `aws_allow_http` to S3).
+#[cfg(feature = "aws")]
+fn aws_key(key: &str) -> object_store::Result<object_store::aws::AmazonS3ConfigKey> {
+    key.parse().or_else(|_| format!("aws_{key}").parse())
+}
+
+#[cfg(feature = "gcp")]
+fn gcp_key(key: &str) -> object_store::Result<object_store::gcp::GoogleConfigKey> {
+    key.parse().or_else(|_| format!("google_{key}").parse())
+}
+
+#[cfg(feature = "azure")]
+fn azure_key(key: &str) -> object_store::Result<object_store::azure::AzureConfigKey> {
+    key.parse().or_else(|_| format!("azure_{key}").parse())
+}
+
+/// Whether `url`'s scheme names a remote store this build can build.
+pub(crate) fn is_remote_scheme(scheme: &str) -> bool {
+    matches!(
+        scheme,
+        "s3" | "s3a" | "gs" | "az" | "abfs" | "abfss" | "azure" | "adl" | "http" | "https"
+    )
+}
+
+/// Builds the object store for `url` (its scheme and bucket, container or host) from the
+/// environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`) and `options`, options taking precedence.
+pub(crate) fn build_store(url: &Url, options: &StorageOptions) -> Result<Arc<dyn ObjectStore>> {
+    let shown = crate::store::redact(url);
+    let failed = |e: object_store::Error| {
+        ZarrError::Location(format!(
+            "'{shown}': cannot build its object store: {}",
+            crate::store::redact_text(&e.to_string(), options)
+        ))
+    };
+    let retry = options.retry()?;
+    match url.scheme() {
+        #[cfg(feature = "aws")]
+        "s3" | "s3a" => {
+            use object_store::aws::AmazonS3Builder;
+            let mut builder = AmazonS3Builder::from_env()
+                .with_url(url.as_str())
+                .with_retry(retry);
+            for (key, value) in options.under("aws.") {
+                let key = aws_key(key).map_err(failed)?;
+                builder = builder.with_config(key, value);
+            }
+            // An endpoint typed with http:// (MinIO, moto, a proxy) asks for plain HTTP.
+            if options
+                .get("aws.endpoint")
+                .is_some_and(|e| e.starts_with("http://"))
+                && options.get("aws.allow_http").is_none()
+            {
+                builder = builder.with_allow_http(true);
+            }
+            Ok(Arc::new(builder.build().map_err(failed)?))
+        }
+        #[cfg(feature = "gcp")]
+        "gs" => {
+            use object_store::gcp::GoogleCloudStorageBuilder;
+            let mut builder = GoogleCloudStorageBuilder::from_env()
+                .with_url(url.as_str())
+                .with_retry(retry);
+            for (key, value) in options.under("gcp.") {
+                let key = gcp_key(key).map_err(failed)?;
+                builder = builder.with_config(key, value);
+            }
+            if options
+                .get("gcp.base_url")
+                .is_some_and(|e| e.starts_with("http://"))
+                && options.get("gcp.allow_http").is_none()
+            {
+                use object_store::gcp::GoogleConfigKey;
+                builder = builder
+                    .with_config(GoogleConfigKey::Client(ClientConfigKey::AllowHttp), "true");
+            }
+            Ok(Arc::new(builder.build().map_err(failed)?))
+        }
+        #[cfg(feature = "azure")]
+        "az" | "abfs" | "abfss" | "azure" | "adl" => {
+            use object_store::azure::MicrosoftAzureBuilder;
+            let mut builder = MicrosoftAzureBuilder::from_env()
+                .with_url(url.as_str())
+                .with_retry(retry);
+            for (key, value) in options.under("azure.") {
+                let key = azure_key(key).map_err(failed)?;
+                builder = builder.with_config(key, value);
+            }
+            if options
+                .get("azure.endpoint")
+                .is_some_and(|e| e.starts_with("http://"))
+                && options.get("azure.allow_http").is_none()
+            {
+                builder = builder.with_allow_http(true);
+            }
+            Ok(Arc::new(builder.build().map_err(failed)?))
+        }
+        #[cfg(feature = "http")]
+        "http" | "https" => {
+            use object_store::http::HttpBuilder;
+            let mut client = ClientOptions::new().with_allow_http(url.scheme() == "http");
+            for (key, value) in options.under("http.") {
+                let key: ClientConfigKey = key.parse().map_err(failed)?;
+                client = client.with_config(key, value);
+            }
+            let origin = url.origin().ascii_serialization();
+            let builder = HttpBuilder::new()
+                .with_url(origin)
+                .with_client_options(client)
+                .with_retry(retry);
+            Ok(Arc::new(builder.build().map_err(failed)?))
+        }
+        scheme => Err(ZarrError::Location(format!(
+            "'{shown}': no object store for the scheme '{scheme}'; this build reads {}",
+            supported_schemes().join(", ")
+        ))),
+    }
+}
+
+/// The URL schemes this build reads.
+pub fn supported_schemes() -> Vec<&'static str> {
+    let mut schemes = vec!["file://"];
+    if cfg!(feature = "aws") {
+        schemes.push("s3://");
+    }
+    if cfg!(feature = "gcp") {
+        schemes.push("gs://");
+    }
+    if cfg!(feature = "azure") {
+        schemes.extend(["az://", "abfs://"]);
+    }
+    if cfg!(feature = "http") {
+        schemes.extend(["http://", "https://"]);
+    }
+    schemes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datafusion_cli_names_and_object_store_names_are_accepted() {
+        let mut o = StorageOptions::default();
+        for key in [
+            "aws.access_key_id",
+            "aws.secret_access_key",
+            "aws.session_token",
+            "aws.region",
+            "aws.endpoint",
+            "aws.allow_http",
+            "aws.skip_signature",
+            "aws.aws_region",
+            "gcp.service_account_path",
+            "gcp.service_account_key",
+            "gcp.base_url",
+            "azure.account_name",
+            "azure.access_key",
+            "azure.endpoint",
+            "azure.skip_signature",
+            "http.timeout",
+            "retry.max_retries",
+        ] {
+            let value = if key == "retry.max_retries" { "3" } else { "x" };
+            o.set(key, value).unwrap_or_else(|e| panic!("{key}: {e}"));
+        }
+        assert!(o.set("retry.timeout", "250ms").is_ok());
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_errors_that_name_the_key() {
+        let mut o = StorageOptions::default();
+        let e = o.set("aws.colour", "red").unwrap_err().to_string();
+        assert!(e.contains("'aws.colour' is not a S3 option"), "{e}");
+        assert!(o.set("retry.max_retries", "many").is_err());
+        assert!(o.set("retry.timeout", "soon").is_err());
+        assert!(o.set("retry.backoff", "1").is_err());
+        assert!(o.is_empty());
+    }
+
+    #[test]
+    fn debug_shows_keys_never_values() {
+        let mut o = StorageOptions::default();
+        o.set("aws.secret_access_key", "s3cr3t-value").unwrap();
+        let shown = format!("{o:?}");
+        assert!(shown.contains("aws.secret_access_key"), "{shown}");
+        assert!(!shown.contains("s3cr3t"), "{shown}");
+    }
+}

@@ -1,0 +1,203 @@
+//! Fetching encoded chunks, concurrently and without decoding: whole chunk objects, and for
+//! sharded arrays the shard index (read once per shard, shared by concurrent fetches) and the
+//! byte ranges of only the inner chunks needed, coalesced into few range requests.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use futures::future::try_join_all;
+use object_store::GetRange;
+use tokio::sync::OnceCell;
+
+use crate::error::{Result, ZarrError};
+use crate::limits::Limits;
+use crate::node::ArrayNode;
+use crate::scan::read::{ReadCounts, check_declared, chunk_key};
+use crate::store::ZarrStore;
+
+/// Encoded objects by grid indices (inner chunk indices for sharded arrays); `None`: absent,
+/// the chunk reads as the fill value.
+pub(crate) type Objects = HashMap<Vec<u64>, Option<Bytes>>;
+
+/// Byte ranges of a shard's inner chunks (`None`: absent).
+pub(crate) type ShardEntries = Vec<Option<Range<u64>>>;
+
+/// Shard indexes read so far by one column of one partition, shared by its concurrent fetches
+/// so that each shard's index is requested once. Keeps the most recent shards only.
+#[derive(Debug, Default)]
+pub(crate) struct ShardIndexes {
+    cells: Mutex<IndexCells>,
+}
+
+type IndexCell = Arc<OnceCell<Option<Arc<ShardEntries>>>>;
+
+/// The cells by shard, and the shards in the order they were first asked for.
+type IndexCells = (HashMap<Vec<u64>, IndexCell>, VecDeque<Vec<u64>>);
+
+/// Shard indexes a column keeps: enough for every fetch in flight to find its shard's.
+const SHARD_INDEXES_KEPT: usize = 256;
+
+impl ShardIndexes {
+    fn cell(&self, shard: &[u64]) -> IndexCell {
+        // A poisoned lock only means another fetch panicked; the map itself is still valid.
+        let mut guard = self.cells.lock().unwrap_or_else(|p| p.into_inner());
+        let (cells, order) = &mut *guard;
+        if let Some(cell) = cells.get(shard) {
+            return cell.clone();
+        }
+        if order.len() >= SHARD_INDEXES_KEPT
+            && let Some(oldest) = order.pop_front()
+        {
+            cells.remove(&oldest);
+        }
+        let cell = IndexCell::default();
+        cells.insert(shard.to_vec(), cell.clone());
+        order.push_back(shard.to_vec());
+        cell
+    }
+}
+
+/// Fetches the encoded objects of `chunks` (grid indices of `node`'s read grid) concurrently,
+/// counting the requests' work in `counts`.
+pub(crate) async fn fetch_chunks(
+    store: &ZarrStore,
+    node: &ArrayNode,
+    chunks: &[Vec<u64>],
+    limits: &Limits,
+    shard_indexes: &ShardIndexes,
+    counts: &mut ReadCounts,
+) -> Result<Objects> {
+    if node.inner.is_some() {
+        return fetch_inner_chunks(store, node, chunks, limits, shard_indexes, counts).await;
+    }
+    let fetches = chunks.iter().map(|indices| async move {
+        let (key, _) = chunk_key(node, indices)?;
+        // The declared size is checked before anything is fetched.
+        check_declared(node, indices, limits)?;
+        let object = store.get(&key, limits.chunk).await?;
+        Ok::<_, ZarrError>((indices.clone(), object))
+    });
+    let mut objects = Objects::with_capacity(chunks.len());
+    for (indices, object) in try_join_all(fetches).await? {
+        match &object {
+            Some(o) => {
+                counts.chunks_read += 1;
+                counts.bytes_read += o.len() as u64;
+            }
+            None => counts.chunks_missing += 1,
+        }
+        objects.insert(indices, object);
+    }
+    Ok(objects)
+}
+
+/// The inner chunks `chunks` of a sharded array: per shard, its index (once), then one
+/// coalesced range request for the inner chunks it holds.
+async fn fetch_inner_chunks(
+    store: &ZarrStore,
+    node: &ArrayNode,
+    chunks: &[Vec<u64>],
+    limits: &Limits,
+    shard_indexes: &ShardIndexes,
+    counts: &mut ReadCounts,
+) -> Result<Objects> {
+    let inner = node
+        .inner
+        .as_ref()
+        .ok_or_else(|| ZarrError::internal(format!("reading {} by inner chunks", node.display)))?;
+    // Inner chunks grouped by shard, with their position inside it (C order).
+    let mut by_shard: BTreeMap<Vec<u64>, Vec<(Vec<u64>, usize)>> = BTreeMap::new();
+    for indices in chunks {
+        let shard: Vec<u64> = indices
+            .iter()
+            .zip(&inner.per_shard)
+            .map(|(i, &p)| i / p.max(1))
+            .collect();
+        let within = indices
+            .iter()
+            .zip(&inner.per_shard)
+            .fold(0u64, |acc, (i, &p)| acc * p + i % p.max(1));
+        let within = usize::try_from(within).map_err(|_| {
+            ZarrError::metadata(&node.display, "an inner chunk position overflows usize")
+        })?;
+        by_shard
+            .entry(shard)
+            .or_default()
+            .push((indices.clone(), within));
+    }
+    let fetches = by_shard.into_iter().map(|(shard, wanted)| async move {
+        let mut counts = ReadCounts::default();
+        let (key, shard_key) = chunk_key(node, &shard)?;
+        let chunk_error = |message: String| ZarrError::Chunk {
+            array: node.display.clone(),
+            chunk: shard_key.clone(),
+            message,
+        };
+        let cell = shard_indexes.cell(&shard);
+        let entries = cell
+            .get_or_try_init(|| async {
+                let index_size = inner
+                    .layout
+                    .index_size()
+                    .ok_or_else(|| chunk_error("the shard index size overflows u64".into()))?;
+                let range = if inner.layout.at_start {
+                    GetRange::Bounded(0..index_size)
+                } else {
+                    GetRange::Suffix(index_size)
+                };
+                match store.get_range(&key, range, limits.chunk).await? {
+                    None => {
+                        counts.chunks_missing += 1;
+                        Ok::<_, ZarrError>(None)
+                    }
+                    Some((bytes, len)) => {
+                        counts.chunks_read += 1;
+                        counts.bytes_read += bytes.len() as u64;
+                        let parsed = inner.layout.parse(&bytes, len).map_err(&chunk_error)?;
+                        Ok(Some(Arc::new(parsed)))
+                    }
+                }
+            })
+            .await?
+            .clone();
+        let mut objects: Vec<(Vec<u64>, Option<Bytes>)> = Vec::with_capacity(wanted.len());
+        let mut present: Vec<(Vec<u64>, Range<u64>)> = Vec::new();
+        for (indices, within) in wanted {
+            match entries
+                .as_ref()
+                .and_then(|e| e.get(within).cloned().flatten())
+            {
+                Some(range) => present.push((indices, range)),
+                None => objects.push((indices, None)),
+            }
+        }
+        if !present.is_empty() {
+            let ranges: Vec<Range<u64>> = present.iter().map(|(_, r)| r.clone()).collect();
+            let fetched = store
+                .get_ranges(&key, &ranges, limits.chunk)
+                .await?
+                .ok_or_else(|| chunk_error("the shard disappeared while it was read".into()))?;
+            for ((indices, range), bytes) in present.into_iter().zip(fetched) {
+                let expected = range.end - range.start;
+                if bytes.len() as u64 != expected {
+                    return Err(chunk_error(format!(
+                        "truncated shard: {} of an inner chunk's {expected} bytes",
+                        bytes.len()
+                    )));
+                }
+                counts.inner_chunks_read += 1;
+                counts.bytes_read += expected;
+                objects.push((indices, Some(bytes)));
+            }
+        }
+        Ok::<_, ZarrError>((objects, counts))
+    });
+    let mut objects = Objects::with_capacity(chunks.len());
+    for (fetched, shard_counts) in try_join_all(fetches).await? {
+        counts.add(&shard_counts);
+        objects.extend(fetched);
+    }
+    Ok(objects)
+}

@@ -1,0 +1,205 @@
+//! Fetching ahead: while a partition decodes one work unit, the encoded chunks of its next
+//! units are already being requested, up to `io_concurrency` units and a byte budget. This is
+//! what hides a remote store's latency; units come back in order.
+//!
+//! The window starts at one unit and doubles with each unit consumed, so a query that stops
+//! early (`LIMIT`, a TopK whose threshold prunes the rest) requests little more than it reads.
+//!
+//! With string filters evaluated on the scan (late materialisation), the filter columns are
+//! always fetched ahead; the other columns only once most recent units had matching rows, as
+//! fetching them for units without matches would be wasted.
+
+use std::collections::VecDeque;
+use std::ops::Range;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::future::{BoxFuture, try_join_all};
+use futures::stream::FuturesOrdered;
+
+use crate::error::{Result, ZarrError};
+use crate::limits::Limits;
+use crate::node::ArrayNode;
+use crate::scan::fetch::{Objects, ShardIndexes, fetch_chunks};
+use crate::scan::grid::{ReadGrid, UnitGrid};
+use crate::scan::read::ReadCounts;
+use crate::store::ZarrStore;
+
+/// Encoded bytes a partition may hold in fetches ahead, estimated from the chunks' declared
+/// decoded sizes (encoded chunks are rarely larger). At least one unit is always fetched.
+const PREFETCH_BYTES: u64 = 256 << 20;
+
+/// One column the prefetcher fetches: its projection slot, its array and its shard indexes.
+#[derive(Debug, Clone)]
+pub(crate) struct PrefetchColumn {
+    /// The projection slot (its [`crate::scan::read::ColumnCache`]).
+    pub slot: usize,
+    /// The array whose chunks the unit's box intersects.
+    pub array: Arc<ArrayNode>,
+    /// Shard indexes shared with the slot's cache.
+    pub shard_indexes: Arc<ShardIndexes>,
+    /// Fetched ahead always (a filter column, or every column without filters); otherwise
+    /// only while [`Prefetcher::fetch_all_columns`] is on.
+    pub always: bool,
+}
+
+/// A unit whose chunks have been fetched.
+pub(crate) struct FetchedUnit {
+    /// The unit id.
+    pub id: u64,
+    /// Per column: its slot and the objects fetched.
+    pub objects: Vec<(usize, Objects)>,
+    /// The requests' work.
+    pub counts: ReadCounts,
+}
+
+/// A partition's fetches ahead.
+pub(crate) struct Prefetcher {
+    store: ZarrStore,
+    limits: Limits,
+    grid: Arc<UnitGrid>,
+    columns: Vec<PrefetchColumn>,
+    max_window: usize,
+    window: usize,
+    in_flight: FuturesOrdered<BoxFuture<'static, Result<FetchedUnit>>>,
+    /// Declared bytes of each unit in flight, in order.
+    declared: VecDeque<u64>,
+    in_flight_bytes: u64,
+    /// Per column, the last chunk requested: the next unit does not request it again when it
+    /// shares it, as the decoded chunk is kept by the column's cache.
+    last_requested: Vec<Option<Vec<u64>>>,
+    /// Whether the columns that are not `always` are fetched ahead too.
+    all_columns: bool,
+}
+
+impl Prefetcher {
+    /// A prefetcher of `columns` over `grid`'s units, keeping up to `io_concurrency` in flight.
+    pub(crate) fn new(
+        store: ZarrStore,
+        limits: Limits,
+        grid: Arc<UnitGrid>,
+        columns: Vec<PrefetchColumn>,
+        io_concurrency: usize,
+    ) -> Self {
+        let n = columns.len();
+        Self {
+            store,
+            limits,
+            grid,
+            columns,
+            max_window: io_concurrency.max(1),
+            window: 1,
+            in_flight: FuturesOrdered::new(),
+            declared: VecDeque::new(),
+            in_flight_bytes: 0,
+            last_requested: vec![None; n],
+            all_columns: false,
+        }
+    }
+
+    /// Fetches the columns that are not `always` ahead too (from the next unit requested).
+    pub(crate) fn fetch_all_columns(&mut self, on: bool) {
+        self.all_columns = on;
+    }
+
+    /// The next unit of `units` that `keep` accepts, with its chunks fetched; `None` at the end.
+    /// Units `keep` rejects are never fetched.
+    pub(crate) async fn next(
+        &mut self,
+        units: &mut impl Iterator<Item = u64>,
+        mut keep: impl FnMut(u64) -> Result<bool>,
+    ) -> Option<Result<FetchedUnit>> {
+        while self.in_flight.len() < self.window
+            && (self.in_flight.is_empty() || self.in_flight_bytes < PREFETCH_BYTES)
+        {
+            let Some(id) = units.next() else { break };
+            match keep(id) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => return Some(Err(e)),
+            }
+            if let Err(e) = self.request(id) {
+                return Some(Err(e));
+            }
+        }
+        let next = self.in_flight.next().await?;
+        if let Some(bytes) = self.declared.pop_front() {
+            self.in_flight_bytes = self.in_flight_bytes.saturating_sub(bytes);
+        }
+        self.window = (self.window * 2).min(self.max_window);
+        Some(next)
+    }
+
+    /// Starts fetching the chunks of unit `id`.
+    fn request(&mut self, id: u64) -> Result<()> {
+        let (origin, extent) = self.grid.bounds(id)?;
+        let region: Vec<Range<u64>> = origin
+            .iter()
+            .zip(&extent)
+            .map(|(&o, &e)| o..o + e)
+            .collect();
+        let mut plan = Vec::with_capacity(self.columns.len());
+        let mut declared = 0u64;
+        for (column, last) in self.columns.iter().zip(&mut self.last_requested) {
+            if !column.always && !self.all_columns {
+                // Read on demand, if at all: the column's cache may not keep its last chunk.
+                *last = None;
+                continue;
+            }
+            let chunks = ReadGrid::of(&column.array).intersecting(&region)?;
+            let new_last = chunks.last().cloned();
+            let wanted: Vec<Vec<u64>> = chunks
+                .into_iter()
+                .filter(|c| last.as_ref() != Some(c))
+                .collect();
+            declared = declared.saturating_add(declared_bytes(&column.array, &extent));
+            *last = new_last;
+            plan.push((column.clone(), wanted));
+        }
+        let store = self.store.clone();
+        let limits = self.limits;
+        self.in_flight.push_back(Box::pin(async move {
+            let (store, limits) = (&store, &limits);
+            let fetches = plan.iter().map(|(column, wanted)| async move {
+                let mut counts = ReadCounts::default();
+                let array = &column.array;
+                let objects = fetch_chunks(
+                    store,
+                    array,
+                    wanted,
+                    limits,
+                    &column.shard_indexes,
+                    &mut counts,
+                )
+                .await?;
+                Ok::<_, ZarrError>((column.slot, objects, counts))
+            });
+            let mut counts = ReadCounts::default();
+            let mut objects = Vec::with_capacity(plan.len());
+            for (slot, fetched, column_counts) in try_join_all(fetches).await? {
+                counts.add(&column_counts);
+                objects.push((slot, fetched));
+            }
+            Ok(FetchedUnit {
+                id,
+                objects,
+                counts,
+            })
+        }));
+        self.declared.push_back(declared);
+        self.in_flight_bytes = self.in_flight_bytes.saturating_add(declared);
+        Ok(())
+    }
+}
+
+/// The decoded size of a box of `extent` of `array`: the budget's estimate of its fetch.
+fn declared_bytes(array: &ArrayNode, extent: &[u64]) -> u64 {
+    let per_element = array
+        .zarrs()
+        .ok()
+        .and_then(|a| a.data_type().fixed_size())
+        .unwrap_or(8) as u64;
+    extent
+        .iter()
+        .fold(per_element, |acc, &e| acc.saturating_mul(e))
+}

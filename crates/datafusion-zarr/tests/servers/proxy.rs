@@ -1,0 +1,257 @@
+//! An HTTP/1.1 proxy in front of a test server, for what no server package offers: it counts
+//! requests and response bytes, and injects faults: a delay on every response (latency),
+//! error statuses, responses cut midway and connections closed before any answer.
+//!
+//! Each client request is forwarded as HTTP/1.0 on a fresh upstream connection (so the answer
+//! ends at EOF and never comes chunked), then answered to the client with a Content-Length on
+//! its kept-alive connection.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// What the proxy does to requests whose target contains `path`, the first `times` times.
+#[derive(Debug, Clone)]
+pub struct Fault {
+    pub path: String,
+    pub times: usize,
+    pub kind: FaultKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// Answer with this status and an empty body.
+    Status(u16),
+    /// Send the head and half the body, then close.
+    Cut,
+    /// Close the connection without answering.
+    Close,
+}
+
+/// One request the proxy saw.
+#[derive(Debug, Clone)]
+pub struct Logged {
+    pub method: String,
+    pub target: String,
+    pub range: Option<String>,
+    pub status: u16,
+    /// Body bytes sent to the client.
+    pub bytes: usize,
+}
+
+#[derive(Default)]
+struct State {
+    delay: Mutex<Duration>,
+    faults: Mutex<Vec<Fault>>,
+    log: Mutex<Vec<Logged>>,
+}
+
+/// A running proxy; it stops with the test process.
+pub struct Proxy {
+    pub port: u16,
+    state: Arc<State>,
+}
+
+impl Proxy {
+    /// Starts a proxy to `127.0.0.1:upstream` on a free port, on its own thread.
+    pub fn start(upstream: u16) -> Proxy {
+        let state = Arc::new(State::default());
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let port = listener.local_addr().expect("bound").port();
+        listener.set_nonblocking(true).expect("non-blocking");
+        let shared = state.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            runtime.block_on(async move {
+                let listener = TcpListener::from_std(listener).expect("a tokio listener");
+                while let Ok((client, _)) = listener.accept().await {
+                    let state = shared.clone();
+                    tokio::spawn(async move {
+                        let _ = serve(client, upstream, state).await;
+                    });
+                }
+            });
+        });
+        Proxy { port, state }
+    }
+
+    /// Delays every response by `delay`.
+    pub fn set_delay(&self, delay: Duration) {
+        *self.state.delay.lock().unwrap() = delay;
+    }
+
+    /// Adds a fault.
+    pub fn add_fault(&self, fault: Fault) {
+        self.state.faults.lock().unwrap().push(fault);
+    }
+
+    /// The requests seen so far, and clears the log.
+    pub fn take_log(&self) -> Vec<Logged> {
+        std::mem::take(&mut *self.state.log.lock().unwrap())
+    }
+}
+
+/// Takes the fault that applies to `target`, if any, using up one of its times.
+fn take_fault(state: &State, target: &str) -> Option<FaultKind> {
+    let mut faults = state.faults.lock().unwrap();
+    let fault = faults
+        .iter_mut()
+        .find(|f| f.times > 0 && target.contains(&f.path))?;
+    fault.times -= 1;
+    Some(fault.kind)
+}
+
+async fn serve(mut client: TcpStream, upstream: u16, state: Arc<State>) -> std::io::Result<()> {
+    let mut buffer = Vec::new();
+    loop {
+        // The request head.
+        let head_end = loop {
+            if let Some(i) = find(&buffer, b"\r\n\r\n") {
+                break i + 4;
+            }
+            let mut chunk = [0u8; 8192];
+            let n = client.read(&mut chunk).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            buffer.extend_from_slice(&chunk[..n]);
+        };
+        let head = String::from_utf8_lossy(&buffer[..head_end]).to_string();
+        let mut lines = head.split("\r\n");
+        let request_line = lines.next().unwrap_or_default().to_string();
+        let mut parts = request_line.split_whitespace();
+        let method = parts.next().unwrap_or_default().to_string();
+        let target = parts.next().unwrap_or_default().to_string();
+        let mut headers: Vec<(String, String)> = lines
+            .filter(|l| !l.is_empty())
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect();
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.clone())
+        };
+        let body_len: usize = header("content-length")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let range = header("range");
+        while buffer.len() < head_end + body_len {
+            let mut chunk = [0u8; 65536];
+            let n = client.read(&mut chunk).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            buffer.extend_from_slice(&chunk[..n]);
+        }
+        let body: Vec<u8> = buffer[head_end..head_end + body_len].to_vec();
+        buffer.drain(..head_end + body_len);
+
+        let fault = take_fault(&state, &target);
+        let delay = *state.delay.lock().unwrap();
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        let log = |status: u16, bytes: usize| {
+            state.log.lock().unwrap().push(Logged {
+                method: method.clone(),
+                target: target.clone(),
+                range: range.clone(),
+                status,
+                bytes,
+            });
+        };
+        match fault {
+            Some(FaultKind::Close) => {
+                log(0, 0);
+                return Ok(());
+            }
+            Some(FaultKind::Status(status)) => {
+                log(status, 0);
+                let answer = format!(
+                    "HTTP/1.1 {status} Injected\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\r\n"
+                );
+                client.write_all(answer.as_bytes()).await?;
+                continue;
+            }
+            _ => {}
+        }
+
+        // Forward as HTTP/1.0 on a fresh connection; the answer ends at EOF.
+        headers.retain(|(k, _)| {
+            !k.eq_ignore_ascii_case("connection") && !k.eq_ignore_ascii_case("keep-alive")
+        });
+        let mut forward = format!("{method} {target} HTTP/1.0\r\n");
+        for (k, v) in &headers {
+            forward.push_str(&format!("{k}: {v}\r\n"));
+        }
+        forward.push_str("Connection: close\r\n\r\n");
+        let mut up = TcpStream::connect(("127.0.0.1", upstream)).await?;
+        up.write_all(forward.as_bytes()).await?;
+        up.write_all(&body).await?;
+        let mut response = Vec::new();
+        up.read_to_end(&mut response).await?;
+        let Some(i) = find(&response, b"\r\n\r\n") else {
+            return Ok(());
+        };
+        let (response_head, response_body) = (&response[..i], &response[i + 4..]);
+        let response_head = String::from_utf8_lossy(response_head).to_string();
+        let mut lines = response_head.split("\r\n");
+        let status_line = lines.next().unwrap_or_default();
+        let status: u16 = status_line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let reason = status_line.splitn(3, ' ').nth(2).unwrap_or("");
+        let mut out = format!("HTTP/1.1 {status} {reason}\r\n");
+        let mut declared_length = None;
+        for line in lines {
+            let Some((k, v)) = line.split_once(':') else {
+                continue;
+            };
+            if k.eq_ignore_ascii_case("content-length") {
+                declared_length = Some(v.trim().to_string());
+                continue;
+            }
+            if k.eq_ignore_ascii_case("connection")
+                || k.eq_ignore_ascii_case("keep-alive")
+                || k.eq_ignore_ascii_case("transfer-encoding")
+            {
+                continue;
+            }
+            out.push_str(line);
+            out.push_str("\r\n");
+        }
+        // A HEAD answer keeps the length it declared; others get the body's.
+        let length = if method == "HEAD" {
+            declared_length.unwrap_or_else(|| "0".into())
+        } else {
+            response_body.len().to_string()
+        };
+        out.push_str(&format!(
+            "Content-Length: {length}\r\nConnection: keep-alive\r\n\r\n"
+        ));
+        if fault == Some(FaultKind::Cut) {
+            let half = response_body.len() / 2;
+            log(status, half);
+            client.write_all(out.as_bytes()).await?;
+            client.write_all(&response_body[..half]).await?;
+            client.flush().await?;
+            return Ok(());
+        }
+        log(status, response_body.len());
+        client.write_all(out.as_bytes()).await?;
+        client.write_all(response_body).await?;
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
