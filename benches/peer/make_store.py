@@ -89,6 +89,7 @@ def main() -> int:
     ap.add_argument("--vocab", type=int, default=50_000, help="vocabulary size (default 50,000)")
     ap.add_argument("--empty", type=float, default=0.02, help="fraction of empty strings (default 0.02)")
     ap.add_argument("--uncompressed", action="store_true", help="no compressor (default: zstd level 3)")
+    ap.add_argument("--chunk", type=int, default=CHUNK, help=f"strings per chunk (default {CHUNK:,})")
     args = ap.parse_args()
 
     t0 = time.perf_counter()
@@ -106,7 +107,7 @@ def main() -> int:
     arr = zarr.create_array(
         store=str(out),
         shape=(args.n,),
-        chunks=(CHUNK,),
+        chunks=(args.chunk,),
         dtype=f"<U{WIDTH}",
         compressors=None if args.uncompressed else ZstdCodec(level=3),
         dimension_names=["i"],
@@ -125,7 +126,7 @@ def main() -> int:
         print(f"\r{stop:,}/{args.n:,}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     print(
-        f"wrote {out}: {args.n:,} strings <U{WIDTH}, chunks {CHUNK:,}, {'uncompressed' if args.uncompressed else 'zstd 3'}, "
+        f"wrote {out}: {args.n:,} strings <U{WIDTH}, chunks {args.chunk:,}, {'uncompressed' if args.uncompressed else 'zstd 3'}, "
         f"vocabulary {len(vocab):,}, in {time.perf_counter() - t0:.1f} s"
     )
     return 0

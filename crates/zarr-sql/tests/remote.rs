@@ -1,0 +1,109 @@
+//! `zarr-sql` on remote locations, against the library's real test servers: a query on a GCS
+//! store and an export from Azure with `-o` storage options, the footer's provenance without
+//! credentials, and a clear error for a scheme no store serves.
+
+mod common;
+
+#[path = "../../datafusion-zarr/tests/servers/mod.rs"]
+mod servers;
+
+use std::fs::File;
+
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use common::*;
+use servers::{location, options, servers};
+
+fn option_args(scheme: &str, s: &servers::Servers) -> Vec<String> {
+    options(scheme, s)
+        .into_iter()
+        .flat_map(|(k, v)| ["-o".to_string(), format!("{k}={v}")])
+        .collect()
+}
+
+#[test]
+fn a_query_on_a_gcs_store_matches_the_local_one() {
+    let s = servers();
+    let key = "corpus/12_group_table_cities/data.zarr";
+    let sql = "SELECT name, population FROM t WHERE name LIKE 'S%' ORDER BY name";
+    let local = zarr_sql(&["--format", "csv", &location("file", &s, key), "-c", sql]);
+    assert!(local.status.success(), "{}", stderr(&local));
+    let remote_location = location("gs", &s, key);
+    let mut args = vec!["--format", "csv", remote_location.as_str(), "-c", sql];
+    let extra = option_args("gs", &s);
+    args.extend(extra.iter().map(String::as_str));
+    let remote = zarr_sql(&args);
+    assert!(remote.status.success(), "{}", stderr(&remote));
+    assert_eq!(stdout(&remote), stdout(&local));
+    assert!(stdout(&local).lines().count() > 1, "{}", stdout(&local));
+}
+
+#[test]
+fn an_export_from_azure_keeps_credentials_out_of_the_file() {
+    let s = servers();
+    let key = "corpus/17_large_200k_zstd/data.zarr";
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("words.parquet");
+    let from = location("az", &s, key);
+    let out_text = out.display().to_string();
+    let mut args = vec![
+        "export",
+        from.as_str(),
+        out_text.as_str(),
+        "--where",
+        "value LIKE 'mar%'",
+    ];
+    let extra = option_args("az", &s);
+    args.extend(extra.iter().map(String::as_str));
+    let done = zarr_sql(&args);
+    assert!(done.status.success(), "{}", stderr(&done));
+    let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&out).unwrap()).unwrap();
+    let meta = reader.metadata().clone();
+    let rows: usize = reader.build().unwrap().map(|b| b.unwrap().num_rows()).sum();
+    // The same export from the local files gives the same rows.
+    let local_out = dir.path().join("local.parquet");
+    let local = zarr_sql(&[
+        "export",
+        &location("file", &s, key),
+        &local_out.display().to_string(),
+        "--where",
+        "value LIKE 'mar%'",
+    ]);
+    assert!(local.status.success(), "{}", stderr(&local));
+    let local_rows: usize =
+        ParquetRecordBatchReaderBuilder::try_new(File::open(&local_out).unwrap())
+            .unwrap()
+            .build()
+            .unwrap()
+            .map(|b| b.unwrap().num_rows())
+            .sum();
+    assert_eq!(rows, local_rows);
+    assert!(rows > 100, "{rows}");
+    let kv = meta.file_metadata().key_value_metadata().unwrap();
+    let store = kv.iter().find(|k| k.key == "zarr.store").unwrap();
+    assert_eq!(
+        store.value.as_deref(),
+        Some("az://zarr/corpus/17_large_200k_zstd/data.zarr")
+    );
+    let all: String = kv
+        .iter()
+        .map(|k| format!("{}={}", k.key, k.value.clone().unwrap_or_default()))
+        .collect();
+    assert!(
+        !all.contains(servers::AZURE_KEY),
+        "the key is not in the footer"
+    );
+}
+
+#[test]
+fn a_scheme_without_a_store_is_a_clear_error() {
+    let out = zarr_sql(&["ftp://example.org/store.zarr", "-c", "SELECT 1"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("ftp://example.org/store.zarr"), "{err}");
+    assert!(
+        err.contains("s3://") && err.contains("gs://") && err.contains("https://"),
+        "{err}"
+    );
+    assert!(!err.contains("bug in DataFusion"), "{err}");
+}
