@@ -21,6 +21,19 @@ pub const STORAGE_PREFIXES: &[&str] = &["aws.", "gcp.", "azure.", "http.", "retr
 
 /// Storage options of a table: object store configuration by prefix. Keys are lower case with
 /// their prefix (`aws.region`); values are kept as given and never printed.
+///
+/// ```
+/// use datafusion_zarr::ZarrOptions;
+///
+/// let mut options = ZarrOptions::default();
+/// options.set("aws.region", "eu-west-1")?;
+/// options.set("aws.secret_access_key", "s3cr3t")?;
+/// assert_eq!(options.storage.get("aws.region"), Some("eu-west-1"));
+/// assert!(!format!("{options:?}").contains("s3cr3t"));
+/// assert!(options.set("aws.colour", "red").is_err());
+/// assert!(datafusion_zarr::supported_schemes().contains(&"s3://"));
+/// # Ok::<(), datafusion_zarr::ZarrError>(())
+/// ```
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct StorageOptions {
     pairs: BTreeMap<String, String>,

@@ -48,7 +48,7 @@ pub struct ExportArgs {
     /// Arrow type of fixed_length_utf32 columns (utf8, utf8view, large_utf8, fixed_size_binary).
     #[arg(long)]
     string_type: Option<String>,
-    /// Another table option, as key=value (repeatable).
+    /// Another table or object store option, as key=value (repeatable), e.g. aws.region=us-east-1.
     #[arg(short = 'o', long = "option", value_name = "KEY=VALUE")]
     options: Vec<String>,
     /// Print nothing on stderr but errors.

@@ -61,7 +61,8 @@ enum Subcommand {
 /// Running SQL (the default command).
 #[derive(Debug, clap::Args)]
 struct QueryArgs {
-    /// A Zarr store (directory or URL) to register as table `t`.
+    /// A Zarr store to register as table `t`: a directory, or an s3://, gs://, az://, abfs://,
+    /// http(s):// or file:// URL.
     location: Option<String>,
 
     /// SQL to run (repeatable); statements run in order.
@@ -80,7 +81,8 @@ struct QueryArgs {
     #[arg(short, long)]
     quiet: bool,
 
-    /// A table option for LOCATION, as key=value (repeatable), e.g. string_type=utf8view.
+    /// A table option for LOCATION, as key=value (repeatable), e.g. string_type=utf8view, or
+    /// an object store option for a remote one: aws.region=eu-west-1, gcp.*, azure.*, retry.*.
     #[arg(short = 'o', long = "option", value_name = "KEY=VALUE")]
     options: Vec<String>,
 
