@@ -86,6 +86,23 @@ pub struct InnerChunks {
     pub layout: ShardIndexLayout,
 }
 
+impl InnerChunks {
+    /// The shard holding the inner chunk at `indices` (over the inner chunk grid), and the
+    /// inner chunk's position inside it (C order): its entry in the shard index.
+    pub(crate) fn locate(&self, indices: &[u64]) -> (Vec<u64>, u64) {
+        let shard = indices
+            .iter()
+            .zip(&self.per_shard)
+            .map(|(i, &p)| i / p.max(1))
+            .collect();
+        let within = indices
+            .iter()
+            .zip(&self.per_shard)
+            .fold(0u64, |acc, (i, &p)| acc * p + i % p.max(1));
+        (shard, within)
+    }
+}
+
 impl ArrayNode {
     /// The zarrs array, or the "unsupported data type" error.
     pub fn zarrs(&self) -> Result<&Arc<ZarrsArray>> {

@@ -110,15 +110,7 @@ async fn fetch_inner_chunks(
     // Inner chunks grouped by shard, with their position inside it (C order).
     let mut by_shard: BTreeMap<Vec<u64>, Vec<(Vec<u64>, usize)>> = BTreeMap::new();
     for indices in chunks {
-        let shard: Vec<u64> = indices
-            .iter()
-            .zip(&inner.per_shard)
-            .map(|(i, &p)| i / p.max(1))
-            .collect();
-        let within = indices
-            .iter()
-            .zip(&inner.per_shard)
-            .fold(0u64, |acc, (i, &p)| acc * p + i % p.max(1));
+        let (shard, within) = inner.locate(indices);
         let within = usize::try_from(within).map_err(|_| {
             ZarrError::metadata(&node.display, "an inner chunk position overflows usize")
         })?;

@@ -49,6 +49,16 @@ impl UnitGrid {
         ReadGrid::of(&self.array).bounded(&unravel(id, &self.shape))
     }
 
+    /// The box of unit `id`: one range of elements per dimension.
+    pub(crate) fn region(&self, id: u64) -> Result<Vec<Range<u64>>> {
+        let (origin, extent) = self.bounds(id)?;
+        Ok(origin
+            .iter()
+            .zip(&extent)
+            .map(|(&o, &e)| o..o + e)
+            .collect())
+    }
+
     /// Rows (elements) of unit `id`.
     pub(crate) fn rows(&self, id: u64) -> Result<u64> {
         let (_, extent) = self.bounds(id)?;

@@ -10,7 +10,6 @@
 //! fetching them for units without matches would be wasted.
 
 use std::collections::VecDeque;
-use std::ops::Range;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -18,7 +17,7 @@ use futures::future::{BoxFuture, try_join_all};
 use futures::stream::FuturesOrdered;
 
 use crate::error::{Result, ZarrError};
-use crate::limits::Limits;
+use crate::limits::{Limits, VARIABLE_ELEMENT_BYTES};
 use crate::node::ArrayNode;
 use crate::scan::fetch::{Objects, ShardIndexes, fetch_chunks};
 use crate::scan::grid::{ReadGrid, UnitGrid};
@@ -132,12 +131,8 @@ impl Prefetcher {
 
     /// Starts fetching the chunks of unit `id`.
     fn request(&mut self, id: u64) -> Result<()> {
-        let (origin, extent) = self.grid.bounds(id)?;
-        let region: Vec<Range<u64>> = origin
-            .iter()
-            .zip(&extent)
-            .map(|(&o, &e)| o..o + e)
-            .collect();
+        let region = self.grid.region(id)?;
+        let extent: Vec<u64> = region.iter().map(|r| r.end - r.start).collect();
         let mut plan = Vec::with_capacity(self.columns.len());
         let mut declared = 0u64;
         for (column, last) in self.columns.iter().zip(&mut self.last_requested) {
@@ -198,7 +193,7 @@ fn declared_bytes(array: &ArrayNode, extent: &[u64]) -> u64 {
         .zarrs()
         .ok()
         .and_then(|a| a.data_type().fixed_size())
-        .unwrap_or(8) as u64;
+        .map_or(VARIABLE_ELEMENT_BYTES, |size| size as u64);
     extent
         .iter()
         .fold(per_element, |acc, &e| acc.saturating_mul(e))

@@ -349,15 +349,7 @@ fn decode_inner(
         .inner
         .as_ref()
         .ok_or_else(|| ZarrError::internal(format!("reading {} by inner chunks", node.display)))?;
-    let shard: Vec<u64> = indices
-        .iter()
-        .zip(&inner.per_shard)
-        .map(|(i, &p)| i / p.max(1))
-        .collect();
-    let within = indices
-        .iter()
-        .zip(&inner.per_shard)
-        .fold(0u64, |acc, (i, &p)| acc * p + i % p.max(1));
+    let (shard, within) = inner.locate(indices);
     let (_, shard_key) = chunk_key(node, &shard)?;
     let shape: Vec<NonZeroU64> = inner
         .shape

@@ -185,20 +185,11 @@ impl PartitionScan {
                 self.metrics.rows_transcoded.add(batch.num_rows());
                 return Ok(Some(batch));
             }
-            // Units the dynamic filters rule out are skipped before they are fetched.
+            // Units the dynamic filters rule out are skipped before they are fetched, and again
+            // when they arrive (the filters may have tightened meanwhile).
             let (grid, pruner, pruned) =
                 (&self.grid, &mut self.pruner, &self.metrics.chunks_pruned);
-            let keep = |id: u64| -> Result<bool> {
-                let Some(pruner) = pruner.as_mut() else {
-                    return Ok(true);
-                };
-                let (origin, extent) = grid.bounds(id)?;
-                let keep = pruner.may_match(&origin, &extent);
-                if !keep {
-                    pruned.add(1);
-                }
-                Ok(keep)
-            };
+            let keep = |id: u64| unit_may_match(pruner, grid, pruned, id);
             let Some(fetched) = self.prefetcher.next(&mut self.units, keep).await else {
                 return Ok(None);
             };
@@ -210,15 +201,10 @@ impl PartitionScan {
                 cache.prefetched.extend(objects);
             }
             self.current = None;
-            // The dynamic filters may have tightened while the unit was fetched.
-            if let Some(pruner) = &mut self.pruner {
-                let (origin, extent) = self.grid.bounds(fetched.id)?;
-                if !pruner.may_match(&origin, &extent) {
-                    self.metrics.chunks_pruned.add(1);
-                    continue;
-                }
+            let pruned = &self.metrics.chunks_pruned;
+            if unit_may_match(&mut self.pruner, &self.grid, pruned, fetched.id)? {
+                self.current = Some(self.load_unit(fetched.id).await?);
             }
-            self.current = Some(self.load_unit(fetched.id).await?);
         }
     }
 
@@ -247,11 +233,7 @@ impl PartitionScan {
         let rows = usize::try_from(self.grid.rows(id)?).map_err(|_| {
             ZarrError::metadata(&model.grid.display, "a chunk has more rows than usize")
         })?;
-        let region: Vec<Range<u64>> = origin
-            .iter()
-            .zip(&extent)
-            .map(|(&o, &e)| o..o + e)
-            .collect();
+        let region = self.grid.region(id)?;
         let mut counts = ReadCounts::default();
         let mut regions: Vec<Option<Region>> = vec![None; self.projection.len()];
 
@@ -348,6 +330,25 @@ impl PartitionScan {
             selection,
         })
     }
+}
+
+/// Whether the dynamic filters (if any) may match unit `id`; a unit they rule out is counted
+/// in `pruned`.
+fn unit_may_match(
+    pruner: &mut Option<DynamicPruner>,
+    grid: &UnitGrid,
+    pruned: &Count,
+    id: u64,
+) -> Result<bool> {
+    let Some(pruner) = pruner.as_mut() else {
+        return Ok(true);
+    };
+    let (origin, extent) = grid.bounds(id)?;
+    let keep = pruner.may_match(&origin, &extent);
+    if !keep {
+        pruned.add(1);
+    }
+    Ok(keep)
 }
 
 /// Array coordinates of row `row` (C order) of the unit at `origin` with `extent`.
