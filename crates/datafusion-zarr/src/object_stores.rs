@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use object_store::ObjectStore;
-use object_store::{ClientConfigKey, ClientOptions, RetryConfig};
+// object_store's client types come with its remote stores; without any, only file:// is read.
+#[cfg(any(feature = "aws", feature = "gcp", feature = "azure", feature = "http"))]
+use object_store::{ClientConfigKey, RetryConfig};
 use url::Url;
 
 use crate::error::{Result, ZarrError};
@@ -83,31 +85,40 @@ impl StorageOptions {
     }
 
     /// object_store's retry policy, with `retry.max_retries` and `retry.timeout` applied.
+    #[cfg(any(feature = "aws", feature = "gcp", feature = "azure", feature = "http"))]
     fn retry(&self) -> Result<RetryConfig> {
         let mut retry = RetryConfig::default();
         for (key, value) in self.under("retry.") {
-            apply_retry(&mut retry, key, value)?;
+            match parse_retry(key, value)? {
+                RetrySetting::MaxRetries(n) => retry.max_retries = n,
+                RetrySetting::Timeout(t) => retry.retry_timeout = t,
+            }
         }
         Ok(retry)
     }
 }
 
-/// Applies the retry option `key` (without `retry.`) to `retry`.
-fn apply_retry(retry: &mut RetryConfig, key: &str, value: &str) -> Result<()> {
+/// One retry option.
+enum RetrySetting {
+    MaxRetries(usize),
+    Timeout(Duration),
+}
+
+/// Parses the retry option `key` (without `retry.`).
+fn parse_retry(key: &str, value: &str) -> Result<RetrySetting> {
     match key {
-        "max_retries" => {
-            retry.max_retries = value.trim().parse().map_err(|_| {
+        "max_retries" => value
+            .trim()
+            .parse()
+            .map(RetrySetting::MaxRetries)
+            .map_err(|_| {
                 ZarrError::Option(format!("retry.max_retries '{value}' is not a whole number"))
-            })?;
-        }
-        "timeout" => retry.retry_timeout = parse_duration("retry.timeout", value)?,
-        _ => {
-            return Err(ZarrError::Option(format!(
-                "'retry.{key}' is not a retry option; known: retry.max_retries, retry.timeout"
-            )));
-        }
+            }),
+        "timeout" => parse_duration("retry.timeout", value).map(RetrySetting::Timeout),
+        _ => Err(ZarrError::Option(format!(
+            "'retry.{key}' is not a retry option; known: retry.max_retries, retry.timeout"
+        ))),
     }
-    Ok(())
 }
 
 /// Rejects a storage key that its store does not know, or a retry value that does not parse.
@@ -116,8 +127,9 @@ fn check_key(key: &str, value: &str) -> Result<()> {
         ZarrError::Option(format!("'{key}' is not a {store} option: {e}"))
     };
     if let Some(rest) = key.strip_prefix("retry.") {
-        return apply_retry(&mut RetryConfig::default(), rest, value);
+        return parse_retry(rest, value).map(|_| ());
     }
+    #[cfg(any(feature = "aws", feature = "gcp", feature = "azure", feature = "http"))]
     if let Some(rest) = key.strip_prefix("http.") {
         return rest
             .parse::<ClientConfigKey>()
@@ -177,8 +189,19 @@ pub(crate) fn is_remote_scheme(scheme: &str) -> bool {
     )
 }
 
+/// A build without remote stores reads local files only.
+#[cfg(not(any(feature = "aws", feature = "gcp", feature = "azure", feature = "http")))]
+pub(crate) fn build_store(url: &Url, _options: &StorageOptions) -> Result<Arc<dyn ObjectStore>> {
+    Err(ZarrError::Location(format!(
+        "'{}': this build of datafusion-zarr reads file:// only (built without the aws, gcp, \
+         azure and http features)",
+        crate::store::redact(url)
+    )))
+}
+
 /// Builds the object store for `url` (its scheme and bucket, container or host) from the
 /// environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`) and `options`, options taking precedence.
+#[cfg(any(feature = "aws", feature = "gcp", feature = "azure", feature = "http"))]
 pub(crate) fn build_store(url: &Url, options: &StorageOptions) -> Result<Arc<dyn ObjectStore>> {
     let shown = crate::store::redact(url);
     let failed = |e: object_store::Error| {
@@ -251,6 +274,7 @@ pub(crate) fn build_store(url: &Url, options: &StorageOptions) -> Result<Arc<dyn
         }
         #[cfg(feature = "http")]
         "http" | "https" => {
+            use object_store::ClientOptions;
             use object_store::http::HttpBuilder;
             let mut client = ClientOptions::new().with_allow_http(url.scheme() == "http");
             for (key, value) in options.under("http.") {
