@@ -227,8 +227,8 @@ pub(crate) fn redact(url: &Url) -> String {
 }
 
 /// `text` (an object store's error) without credentials: the query of every URL in it (an
-/// Azure SAS token travels there) and every storage option value longer than three characters
-/// are replaced by `***`.
+/// Azure SAS token travels there) and the value of every secret storage option (a key, secret,
+/// token, password or SAS) are replaced by `***`. Endpoints, regions and flags stay readable.
 pub(crate) fn redact_text(text: &str, options: &StorageOptions) -> String {
     let mut out = String::with_capacity(text.len());
     for (i, word) in text.split(' ').enumerate() {
@@ -244,8 +244,12 @@ pub(crate) fn redact_text(text: &str, options: &StorageOptions) -> String {
         }
     }
     for key in options.keys() {
+        let secret = ["key", "secret", "token", "password", "sas"]
+            .iter()
+            .any(|word| key.contains(word));
         if let Some(value) = options.get(key)
-            && value.len() > 3
+            && secret
+            && !value.is_empty()
         {
             out = out.replace(value, "***");
         }
@@ -315,6 +319,22 @@ pub(crate) fn join_key(node: &str, key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_lose_secrets_and_url_queries_but_keep_endpoints() {
+        let mut options = StorageOptions::default();
+        options.set("azure.access_key", "c2VjcmV0").unwrap();
+        options
+            .set("azure.endpoint", "http://127.0.0.1:10000/acct")
+            .unwrap();
+        options.set("azure.skip_signature", "true").unwrap();
+        let text = "GET http://127.0.0.1:10000/acct/c/k?sig=abc&se=1 failed: key c2VjcmV0 is true";
+        let shown = redact_text(text, &options);
+        assert_eq!(
+            shown,
+            "GET http://127.0.0.1:10000/acct/c/k?*** failed: key *** is true"
+        );
+    }
 
     #[test]
     fn node_paths_are_normalised_and_dotdot_rejected() {

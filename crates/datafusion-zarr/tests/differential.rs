@@ -273,6 +273,9 @@ async fn pushdown_never_changes_results() {
     let mut rng = Rng(0x005E_ED0F_2A11_C0DE);
     let mut compared = 0;
     let mut succeeded = 0;
+    // Queries that failed with pushdown on and off: on the invalid_utf32 target (how many of
+    // its TopK queries reach the invalid chunk depends on the partitions' timing), and others.
+    let (mut invalid_failures, mut other_failures, mut invalid_queries) = (0, 0, 0);
     for t in &targets {
         let strings = string_columns(t).await;
         let n = if t.dims.is_empty() { 20 } else { 30 };
@@ -341,12 +344,19 @@ async fn pushdown_never_changes_results() {
                     succeeded += 1;
                 }
                 // Plans printed in an error differ (the scan shows its pushed filters).
-                (Err(a), Err(b)) => assert_eq!(
-                    a.split("Plan: [").next(),
-                    b.split("Plan: [").next(),
-                    "{}",
-                    query("true")
-                ),
+                (Err(a), Err(b)) => {
+                    assert_eq!(
+                        a.split("Plan: [").next(),
+                        b.split("Plan: [").next(),
+                        "{}",
+                        query("true")
+                    );
+                    if a.contains("is not a Unicode scalar value") {
+                        invalid_failures += 1;
+                    } else {
+                        other_failures += 1;
+                    }
+                }
                 (Ok(_), Err(e)) => assert!(
                     e.contains("is not a Unicode scalar value"),
                     "pushdown on succeeded where off failed: {e}\n{}",
@@ -358,6 +368,9 @@ async fn pushdown_never_changes_results() {
                 ),
             }
             compared += 1;
+            if t.store.contains("invalid_utf32") {
+                invalid_queries += 1;
+            }
         }
     }
     assert!(compared >= 400, "{compared}");
@@ -366,7 +379,12 @@ async fn pushdown_never_changes_results() {
     // is filtered to a constant, e.g. `WHERE dim_0 <= 0` on a UInt64, with a SanityCheckPlan
     // error about the ORDER BY).
     assert!(
-        succeeded >= compared - 30,
-        "{succeeded} of {compared} queries succeeded"
+        other_failures <= 5,
+        "{other_failures} queries failed for another reason"
+    );
+    assert!(
+        succeeded + invalid_queries >= compared - other_failures,
+        "{succeeded} of {compared} queries succeeded; {invalid_failures} of the \
+         {invalid_queries} on the invalid target failed"
     );
 }

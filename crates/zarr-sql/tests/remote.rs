@@ -1,6 +1,6 @@
 //! `zarr-sql` on remote locations, against the library's real test servers: a query on a GCS
-//! store and an export from Azure with `-o` storage options, the footer's provenance without
-//! credentials, and a clear error for a scheme no store serves.
+//! store and an export from Azure with `-o` storage options, S3 credentials from `AWS_*`, the
+//! footer's provenance without credentials, and a clear error for a scheme no store serves.
 
 mod common;
 
@@ -106,4 +106,29 @@ fn a_scheme_without_a_store_is_a_clear_error() {
         "{err}"
     );
     assert!(!err.contains("bug in DataFusion"), "{err}");
+}
+
+#[test]
+fn s3_credentials_come_from_the_environment() {
+    let s = servers();
+    let key = "corpus/04_1d_zstd/data.zarr";
+    let sql = "SELECT count(*) AS n, max(value) AS m FROM t";
+    let local = zarr_sql(&["--format", "csv", &location("file", &s, key), "-c", sql]);
+    assert!(local.status.success(), "{}", stderr(&local));
+    let from = location("s3", &s, key);
+    // AWS_* variables, as the AWS tools read them; no -o at all.
+    let endpoint = format!("http://127.0.0.1:{}", s.s3);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zarr-sql"))
+        .args(["--format", "csv", from.as_str(), "-c", sql])
+        .current_dir(root())
+        .env("AWS_ENDPOINT", &endpoint)
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("AWS_ACCESS_KEY_ID", servers::S3_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", servers::S3_KEY)
+        .env("AWS_REGION", "us-east-1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), stdout(&local));
 }
