@@ -195,7 +195,7 @@ pub(crate) fn build_store(url: &Url, _options: &StorageOptions) -> Result<Arc<dy
     Err(ZarrError::Location(format!(
         "'{}': this build of datafusion-zarr reads file:// only (built without the aws, gcp, \
          azure and http features)",
-        crate::store::redact(url)
+        redact(url)
     )))
 }
 
@@ -203,11 +203,11 @@ pub(crate) fn build_store(url: &Url, _options: &StorageOptions) -> Result<Arc<dy
 /// environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`) and `options`, options taking precedence.
 #[cfg(any(feature = "aws", feature = "gcp", feature = "azure", feature = "http"))]
 pub(crate) fn build_store(url: &Url, options: &StorageOptions) -> Result<Arc<dyn ObjectStore>> {
-    let shown = crate::store::redact(url);
+    let shown = redact(url);
     let failed = |e: object_store::Error| {
         ZarrError::Location(format!(
             "'{shown}': cannot build its object store: {}",
-            crate::store::redact_text(&e.to_string(), options)
+            redact_text(&e.to_string(), options)
         ))
     };
     let retry = options.retry()?;
@@ -313,9 +313,69 @@ pub fn supported_schemes() -> Vec<&'static str> {
     schemes
 }
 
+/// `url` without user name, password, query or fragment, and without a trailing `/`: what
+/// errors, plans and file metadata show (a SAS token or a password never appears).
+pub(crate) fn redact(url: &Url) -> String {
+    let mut shown = url.clone();
+    // Both only fail for URLs that cannot have credentials (`data:`), which have none.
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.set_query(None);
+    shown.set_fragment(None);
+    let s = shown.to_string();
+    s.strip_suffix('/').map(str::to_string).unwrap_or(s)
+}
+
+/// `text` (an object store's error) without credentials: the query of every URL in it (an
+/// Azure SAS token travels there) and the value of every secret storage option (a key, secret,
+/// token, password or SAS) are replaced by `***`. Endpoints, regions and flags stay readable.
+pub(crate) fn redact_text(text: &str, options: &StorageOptions) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, word) in text.split(' ').enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        match word.split_once('?') {
+            Some((base, _)) if base.contains("://") => {
+                out.push_str(base);
+                out.push_str("?***");
+            }
+            _ => out.push_str(word),
+        }
+    }
+    for key in options.keys() {
+        let secret = ["key", "secret", "token", "password", "sas"]
+            .iter()
+            .any(|word| key.contains(word));
+        if let Some(value) = options.get(key)
+            && secret
+            && !value.is_empty()
+        {
+            out = out.replace(value, "***");
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_lose_secrets_and_url_queries_but_keep_endpoints() {
+        let mut options = StorageOptions::default();
+        options.set("azure.access_key", "c2VjcmV0").unwrap();
+        options
+            .set("azure.endpoint", "http://127.0.0.1:10000/acct")
+            .unwrap();
+        options.set("azure.skip_signature", "true").unwrap();
+        let text = "GET http://127.0.0.1:10000/acct/c/k?sig=abc&se=1 failed: key c2VjcmV0 is true";
+        let shown = redact_text(text, &options);
+        assert_eq!(
+            shown,
+            "GET http://127.0.0.1:10000/acct/c/k?*** failed: key *** is true"
+        );
+    }
 
     #[test]
     fn datafusion_cli_names_and_object_store_names_are_accepted() {

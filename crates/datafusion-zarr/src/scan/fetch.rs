@@ -3,6 +3,7 @@
 //! byte ranges of only the inner chunks needed, coalesced into few range requests.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::num::NonZeroU64;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
@@ -12,9 +13,9 @@ use object_store::GetRange;
 use tokio::sync::OnceCell;
 
 use crate::error::{Result, ZarrError};
-use crate::limits::Limits;
+use crate::limits::{Limits, VARIABLE_ELEMENT_BYTES};
 use crate::node::ArrayNode;
-use crate::scan::read::{ReadCounts, check_declared, chunk_key};
+
 use crate::store::ZarrStore;
 
 /// Encoded objects by grid indices (inner chunk indices for sharded arrays); `None`: absent,
@@ -192,4 +193,76 @@ async fn fetch_inner_chunks(
         objects.extend(fetched);
     }
     Ok(objects)
+}
+
+/// Counters of the work done while reading.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct ReadCounts {
+    /// Chunk objects fetched and decoded.
+    pub chunks_read: usize,
+    /// Chunk objects that were absent.
+    pub chunks_missing: usize,
+    /// Encoded bytes fetched (shard indexes included).
+    pub bytes_read: u64,
+    /// Inner chunks of shards fetched and decoded.
+    pub inner_chunks_read: usize,
+}
+
+impl ReadCounts {
+    /// Adds `other`'s counts to these.
+    pub(crate) fn add(&mut self, other: &ReadCounts) {
+        self.chunks_read += other.chunks_read;
+        self.chunks_missing += other.chunks_missing;
+        self.bytes_read += other.bytes_read;
+        self.inner_chunks_read += other.inner_chunks_read;
+    }
+}
+
+/// The chunk's key in the store, and relative to the array (as shown in errors).
+pub(crate) fn chunk_key(node: &ArrayNode, indices: &[u64]) -> Result<(String, String)> {
+    let full = node.zarrs()?.chunk_key(indices).to_string();
+    let relative = match full.strip_prefix(node.path.as_str()) {
+        Some(rest) if !node.path.is_empty() => rest.trim_start_matches('/').to_string(),
+        _ => full.clone(),
+    };
+    Ok((full, relative))
+}
+
+/// Checks the declared decoded size of the chunk at `indices` against the table's limit,
+/// before anything is fetched.
+pub(crate) fn check_declared(node: &ArrayNode, indices: &[u64], limits: &Limits) -> Result<()> {
+    let (_, key) = chunk_key(node, indices)?;
+    let shape = node
+        .zarrs()?
+        .chunk_shape(indices)
+        .map_err(|e| ZarrError::Chunk {
+            array: node.display.clone(),
+            chunk: key.clone(),
+            message: e.to_string(),
+        })?;
+    check_declared_shape(node, &key, &shape, limits).map(|_| ())
+}
+
+/// The element count of a chunk (or inner chunk) of `shape` known by `key`, once its declared
+/// decoded size is within the table's `max_chunk_bytes`.
+pub(crate) fn check_declared_shape(
+    node: &ArrayNode,
+    key: &str,
+    shape: &[NonZeroU64],
+    limits: &Limits,
+) -> Result<u64> {
+    let num_elements = shape
+        .iter()
+        .try_fold(1u64, |acc, d| acc.checked_mul(d.get()));
+    // A variable-length element takes at least its offset.
+    let per_element = node
+        .zarrs()?
+        .data_type()
+        .fixed_size()
+        .map_or(VARIABLE_ELEMENT_BYTES, |size| size as u64);
+    let declared = num_elements.and_then(|n| n.checked_mul(per_element));
+    let location = format!("array {}, chunk {key}", node.display);
+    // An overflowing size (`None`) is refused here too.
+    limits.chunk.check(&location, "decoded chunk", declared)?;
+    num_elements.ok_or_else(|| ZarrError::internal(format!("sizing {location}")))
 }

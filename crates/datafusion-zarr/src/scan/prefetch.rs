@@ -19,9 +19,8 @@ use futures::stream::FuturesOrdered;
 use crate::error::{Result, ZarrError};
 use crate::limits::{Limits, VARIABLE_ELEMENT_BYTES};
 use crate::node::ArrayNode;
-use crate::scan::fetch::{Objects, ShardIndexes, fetch_chunks};
+use crate::scan::fetch::{Objects, ReadCounts, ShardIndexes, fetch_chunks};
 use crate::scan::grid::{ReadGrid, UnitGrid};
-use crate::scan::read::ReadCounts;
 use crate::store::ZarrStore;
 
 /// Encoded bytes a partition may hold in fetches ahead, estimated from the chunks' declared

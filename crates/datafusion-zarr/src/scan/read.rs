@@ -16,9 +16,11 @@ use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits, CodecChain};
 
 use crate::codecs::decode_options;
 use crate::error::{Result, ZarrError};
-use crate::limits::{Limit, Limits, VARIABLE_ELEMENT_BYTES};
+use crate::limits::{Limit, Limits};
 use crate::node::ArrayNode;
-use crate::scan::fetch::{Objects, ShardIndexes, fetch_chunks};
+use crate::scan::fetch::{
+    Objects, ReadCounts, ShardIndexes, check_declared_shape, chunk_key, fetch_chunks,
+};
 use crate::scan::grid::ReadGrid;
 use crate::store::ZarrStore;
 
@@ -93,29 +95,6 @@ pub(crate) struct Chunk {
     pub elements: Elements,
 }
 
-/// Counters of the work done while reading.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct ReadCounts {
-    /// Chunk objects fetched and decoded.
-    pub chunks_read: usize,
-    /// Chunk objects that were absent.
-    pub chunks_missing: usize,
-    /// Encoded bytes fetched (shard indexes included).
-    pub bytes_read: u64,
-    /// Inner chunks of shards fetched and decoded.
-    pub inner_chunks_read: usize,
-}
-
-impl ReadCounts {
-    /// Adds `other`'s counts to these.
-    pub(crate) fn add(&mut self, other: &ReadCounts) {
-        self.chunks_read += other.chunks_read;
-        self.chunks_missing += other.chunks_missing;
-        self.bytes_read += other.bytes_read;
-        self.inner_chunks_read += other.inner_chunks_read;
-    }
-}
-
 /// What a partition keeps between the regions of one column: the last decoded chunk, the
 /// encoded objects fetched ahead for the next region, and for sharded arrays the shard indexes.
 #[derive(Debug, Default)]
@@ -152,11 +131,6 @@ pub(crate) async fn read_chunk(
     .await?;
     let object = objects.remove(indices).flatten();
     decode_owned(node, indices, object, limits)
-}
-
-/// Checks the declared decoded size of the chunk at `indices` against the table's limit.
-pub(crate) fn check_declared(node: &ArrayNode, indices: &[u64], limits: &Limits) -> Result<()> {
-    ChunkToDecode::of(node, indices, limits).map(|_| ())
 }
 
 /// Decodes the encoded bytes of the chunk at `indices` (`None`: the chunk is absent and reads
@@ -228,24 +202,7 @@ impl<'a> ChunkToDecode<'a> {
         shape: Vec<NonZeroU64>,
         limits: &Limits,
     ) -> Result<Self> {
-        let num_elements = shape
-            .iter()
-            .try_fold(1u64, |acc, d| acc.checked_mul(d.get()));
-        let location = || format!("array {}, chunk {key}", node.display);
-        let Some(num_elements) = num_elements else {
-            return Err(limits
-                .chunk
-                .check(location(), "decoded chunk", None)
-                .unwrap_err());
-        };
-        // A variable-length element takes at least its offset.
-        let per_element = node
-            .zarrs()?
-            .data_type()
-            .fixed_size()
-            .map_or(VARIABLE_ELEMENT_BYTES, |size| size as u64);
-        let declared = num_elements.checked_mul(per_element);
-        limits.chunk.check(location(), "decoded chunk", declared)?;
+        let num_elements = check_declared_shape(node, &key, &shape, limits)?;
         Ok(Self {
             node,
             key,
@@ -369,16 +326,6 @@ fn decode_inner(
         shape: inner.shape.clone(),
         elements,
     })
-}
-
-/// The chunk's key in the store, and relative to the array (as shown in errors).
-pub(crate) fn chunk_key(node: &ArrayNode, indices: &[u64]) -> Result<(String, String)> {
-    let full = node.zarrs()?.chunk_key(indices).to_string();
-    let relative = match full.strip_prefix(node.path.as_str()) {
-        Some(rest) if !node.path.is_empty() => rest.trim_start_matches('/').to_string(),
-        _ => full.clone(),
-    };
-    Ok((full, relative))
 }
 
 /// A region's elements: either a whole decoded chunk (no copy) or an assembled copy.

@@ -16,10 +16,11 @@ use crate::node::ArrayNode;
 use crate::progress::ScanProgress;
 use crate::scan::convert::to_arrow;
 use crate::scan::dynamic::DynamicPruner;
+use crate::scan::fetch::{ReadCounts, chunk_key};
 use crate::scan::grid::UnitGrid;
 use crate::scan::prefetch::{PrefetchColumn, Prefetcher};
 use crate::scan::raw_filter::{RawFilter, select_rows};
-use crate::scan::read::{ColumnCache, Elements, ReadCounts, Region, chunk_key, read_region};
+use crate::scan::read::{ColumnCache, Elements, Region, read_region};
 use crate::table::{ColumnSource, TableModel};
 
 /// Metrics a partition updates.

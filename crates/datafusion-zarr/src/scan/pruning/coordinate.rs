@@ -16,8 +16,9 @@ use super::UnitRanges;
 use super::monotonic::{self, intersect, overlaps};
 use crate::error::{Result, ZarrError};
 use crate::scan::convert::to_arrow;
+use crate::scan::fetch::ReadCounts;
 use crate::scan::filter::ScanFilter;
-use crate::scan::read::{ColumnCache, ReadCounts, read_region};
+use crate::scan::read::{ColumnCache, read_region};
 use crate::table::{ColumnSource, TableModel};
 
 /// Clears in `keep` the units that no coordinate value matching `filters` falls in.
