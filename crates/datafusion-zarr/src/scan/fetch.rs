@@ -231,6 +231,13 @@ pub(crate) fn chunk_key(node: &ArrayNode, indices: &[u64]) -> Result<(String, St
 /// Checks the declared decoded size of the chunk at `indices` against the table's limit,
 /// before anything is fetched.
 pub(crate) fn check_declared(node: &ArrayNode, indices: &[u64], limits: &Limits) -> Result<()> {
+    let (key, shape) = chunk_shape(node, indices)?;
+    check_declared_shape(node, &key, &shape, limits).map(|_| ())
+}
+
+/// The key (relative to the array, as shown in errors) and declared shape of the chunk at
+/// `indices` of `node`'s chunk grid.
+pub(crate) fn chunk_shape(node: &ArrayNode, indices: &[u64]) -> Result<(String, Vec<NonZeroU64>)> {
     let (_, key) = chunk_key(node, indices)?;
     let shape = node
         .zarrs()?
@@ -240,7 +247,7 @@ pub(crate) fn check_declared(node: &ArrayNode, indices: &[u64], limits: &Limits)
             chunk: key.clone(),
             message: e.to_string(),
         })?;
-    check_declared_shape(node, &key, &shape, limits).map(|_| ())
+    Ok((key, shape))
 }
 
 /// The element count of a chunk (or inner chunk) of `shape` known by `key`, once its declared

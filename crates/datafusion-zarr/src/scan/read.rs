@@ -19,7 +19,7 @@ use crate::error::{Result, ZarrError};
 use crate::limits::{Limit, Limits};
 use crate::node::ArrayNode;
 use crate::scan::fetch::{
-    Objects, ReadCounts, ShardIndexes, check_declared_shape, chunk_key, fetch_chunks,
+    Objects, ReadCounts, ShardIndexes, check_declared_shape, chunk_key, chunk_shape, fetch_chunks,
 };
 use crate::scan::grid::ReadGrid;
 use crate::store::ZarrStore;
@@ -183,15 +183,7 @@ struct ChunkToDecode<'a> {
 impl<'a> ChunkToDecode<'a> {
     /// The chunk at `indices` of `node`'s chunk grid.
     fn of(node: &'a ArrayNode, indices: &[u64], limits: &Limits) -> Result<Self> {
-        let (_, key) = chunk_key(node, indices)?;
-        let shape = node
-            .zarrs()?
-            .chunk_shape(indices)
-            .map_err(|e| ZarrError::Chunk {
-                array: node.display.clone(),
-                chunk: key.clone(),
-                message: e.to_string(),
-            })?;
+        let (key, shape) = chunk_shape(node, indices)?;
         Self::with_shape(node, key, shape, limits)
     }
 
