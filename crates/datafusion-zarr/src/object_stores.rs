@@ -78,6 +78,10 @@ impl StorageOptions {
     }
 
     /// The options under `prefix` (`"aws."`), without it.
+    #[cfg_attr(
+        not(any(feature = "aws", feature = "gcp", feature = "azure", feature = "http")),
+        allow(dead_code)
+    )]
     fn under<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
         self.pairs
             .iter()
@@ -98,7 +102,11 @@ impl StorageOptions {
     }
 }
 
-/// One retry option.
+/// One retry option (only checked, never applied, without the remote features).
+#[cfg_attr(
+    not(any(feature = "aws", feature = "gcp", feature = "azure", feature = "http")),
+    allow(dead_code)
+)]
 enum RetrySetting {
     MaxRetries(usize),
     Timeout(Duration),
@@ -123,6 +131,11 @@ fn parse_retry(key: &str, value: &str) -> Result<RetrySetting> {
 
 /// Rejects a storage key that its store does not know, or a retry value that does not parse.
 fn check_key(key: &str, value: &str) -> Result<()> {
+    // Used by the stores this build includes (none without the remote features).
+    #[cfg_attr(
+        not(any(feature = "aws", feature = "gcp", feature = "azure", feature = "http")),
+        allow(unused_variables)
+    )]
     let unknown = |store: &str, e: &dyn std::fmt::Display| {
         ZarrError::Option(format!("'{key}' is not a {store} option: {e}"))
     };
