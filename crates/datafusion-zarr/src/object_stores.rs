@@ -235,12 +235,7 @@ pub(crate) fn build_store(url: &Url, options: &StorageOptions) -> Result<Arc<dyn
                 let key = aws_key(key).map_err(failed)?;
                 builder = builder.with_config(key, value);
             }
-            // An endpoint typed with http:// (MinIO, moto, a proxy) asks for plain HTTP.
-            if options
-                .get("aws.endpoint")
-                .is_some_and(|e| e.starts_with("http://"))
-                && options.get("aws.allow_http").is_none()
-            {
+            if asks_for_plain_http(options, "aws", "aws.endpoint") {
                 builder = builder.with_allow_http(true);
             }
             Ok(Arc::new(builder.build().map_err(failed)?))
@@ -255,11 +250,7 @@ pub(crate) fn build_store(url: &Url, options: &StorageOptions) -> Result<Arc<dyn
                 let key = gcp_key(key).map_err(failed)?;
                 builder = builder.with_config(key, value);
             }
-            if options
-                .get("gcp.base_url")
-                .is_some_and(|e| e.starts_with("http://"))
-                && options.get("gcp.allow_http").is_none()
-            {
+            if asks_for_plain_http(options, "gcp", "gcp.base_url") {
                 use object_store::gcp::GoogleConfigKey;
                 builder = builder
                     .with_config(GoogleConfigKey::Client(ClientConfigKey::AllowHttp), "true");
@@ -276,11 +267,7 @@ pub(crate) fn build_store(url: &Url, options: &StorageOptions) -> Result<Arc<dyn
                 let key = azure_key(key).map_err(failed)?;
                 builder = builder.with_config(key, value);
             }
-            if options
-                .get("azure.endpoint")
-                .is_some_and(|e| e.starts_with("http://"))
-                && options.get("azure.allow_http").is_none()
-            {
+            if asks_for_plain_http(options, "azure", "azure.endpoint") {
                 builder = builder.with_allow_http(true);
             }
             Ok(Arc::new(builder.build().map_err(failed)?))
@@ -306,6 +293,16 @@ pub(crate) fn build_store(url: &Url, options: &StorageOptions) -> Result<Arc<dyn
             supported_schemes().join(", ")
         ))),
     }
+}
+
+/// Whether `endpoint` was typed with `http://` (MinIO, moto, an emulator, a proxy) and
+/// `{store}.allow_http` left unset: the user asks for plain HTTP.
+#[cfg(any(feature = "aws", feature = "gcp", feature = "azure"))]
+fn asks_for_plain_http(options: &StorageOptions, store: &str, endpoint: &str) -> bool {
+    options
+        .get(endpoint)
+        .is_some_and(|e| e.starts_with("http://"))
+        && options.get(&format!("{store}.allow_http")).is_none()
 }
 
 /// The URL schemes this build reads.

@@ -34,7 +34,11 @@ fn main() {
 }
 
 #[cfg(unix)]
+mod common;
+
+#[cfg(unix)]
 mod unix {
+    use super::common::{env_or, list, median};
     use std::io::Read;
     use std::path::{Path, PathBuf};
     use std::process::{Command, Stdio};
@@ -98,23 +102,6 @@ mod unix {
         serde_json::from_str(line).unwrap_or_else(|e| panic!("peer output {s:?}: {e}"))
     }
 
-    fn median(mut v: Vec<f64>) -> f64 {
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        }
-    }
-
-    fn list(v: &[f64]) -> String {
-        v.iter()
-            .map(|s| format!("{s:.2}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
     fn mib(kib: i64) -> f64 {
         kib as f64 / 1024.0
     }
@@ -138,16 +125,6 @@ mod unix {
         let file = std::fs::File::open(path).expect("open parquet");
         let reader = SerializedFileReader::new(file).expect("parquet footer");
         reader.metadata().file_metadata().num_rows()
-    }
-
-    fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-        std::env::var(name)
-            .ok()
-            .map(|v| {
-                v.parse()
-                    .unwrap_or_else(|_| panic!("{name}={v}: not a number"))
-            })
-            .unwrap_or(default)
     }
 
     pub fn main() {

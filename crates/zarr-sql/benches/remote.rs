@@ -17,6 +17,7 @@
 //! `ZARR_BENCH_RUNS` the runs (default 3), `ZARR_BENCH_THREADS` the threads each side (default:
 //! the cores), `ZARR_SQL_BIN` another `zarr-sql`, `PYTHON` the interpreter.
 
+mod common;
 #[path = "../../datafusion-zarr/tests/servers/mod.rs"]
 mod servers;
 
@@ -24,6 +25,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{env_or, list, median};
 use servers::proxy::Proxy;
 
 const QUERY: &str = "SELECT count(*) AS n FROM t WHERE value LIKE '%ab%'";
@@ -39,33 +41,6 @@ fn run(cmd: &mut Command) -> (f64, String) {
     let seconds = start.elapsed().as_secs_f64();
     assert!(out.status.success(), "{shown} failed");
     (seconds, String::from_utf8_lossy(&out.stdout).to_string())
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-fn list(v: &[f64]) -> String {
-    v.iter()
-        .map(|s| format!("{s:.2}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .map(|v| {
-            v.parse()
-                .unwrap_or_else(|_| panic!("{name}={v}: not a number"))
-        })
-        .unwrap_or(default)
 }
 
 /// The count in zarr-sql's CSV output (`n\n518189\n`) or the peer's JSON line.
