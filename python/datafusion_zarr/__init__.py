@@ -1,0 +1,97 @@
+"""Zarr string arrays (NumPy's ``<U``/``>U``, ``fixed_length_utf32``) as DataFusion tables.
+
+The Python package of `datafusion-zarr`: the same table provider as the Rust crate, plugged into
+datafusion-python's ``SessionContext`` through DataFusion's FFI, with the same filter pushdown
+(chunks pruned, string predicates evaluated on UTF-32) and the same errors.
+
+>>> import datafusion, datafusion_zarr
+>>> ctx = datafusion.SessionContext()
+>>> datafusion_zarr.register(ctx)          # read_zarr(...) and STORED AS ZARR
+>>> ctx.register_table("cities", datafusion_zarr.ZarrTable("data.zarr", path="cities"))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from typing import TYPE_CHECKING, Any
+
+from ._internal import DATAFUSION_VERSION, ZarrError, ZarrTable, ZarrTableFactory
+from ._internal import __version__ as __version__
+
+if TYPE_CHECKING:
+    import datafusion
+
+__all__ = ["ZarrError", "ZarrTable", "ZarrTableFactory", "read", "read_zarr", "register"]
+
+
+def _check_datafusion_version() -> None:
+    """Refuses a datafusion-python of another major version than the one we were built with.
+
+    DataFusion's FFI structures change between major versions; mixing them crashes the process
+    (datafusion-python#1283), so the mismatch is an ImportError instead.
+    """
+    try:
+        installed = importlib.metadata.version("datafusion")
+    except importlib.metadata.PackageNotFoundError:
+        return  # used without datafusion-python: ZarrTable still reads to Arrow
+    if installed.split(".")[0] != DATAFUSION_VERSION.split(".")[0]:
+        msg = (
+            f"datafusion_zarr was built for DataFusion {DATAFUSION_VERSION} and needs "
+            f"datafusion {DATAFUSION_VERSION.split('.')[0]}.x, but datafusion {installed} is "
+            f"installed; install datafusion=={DATAFUSION_VERSION.split('.')[0]}.* or rebuild "
+            "datafusion_zarr against it"
+        )
+        raise ImportError(msg)
+
+
+_check_datafusion_version()
+
+
+def read(location: str, path: str | None = None, **options: Any) -> ZarrTable:
+    """Opens a Zarr node for reading without a session.
+
+    The result exports the Arrow PyCapsule stream interface: ``pyarrow.table(read(...))`` or
+    ``polars.from_arrow(...)`` scan every row with the same reader as SQL.
+    """
+    return ZarrTable(location, path, **options)
+
+
+def read_zarr(*args: Any) -> ZarrTable:
+    """The table function ``read_zarr('location' [, 'path' [, 'option', 'value', ...]])``.
+
+    Registered by :func:`register`. datafusion-python calls it with literal expressions; it is a
+    Python function (not an FFI table function) because datafusion-ffi turns filter pushdown off
+    for the tables that FFI table functions return.
+    """
+    values = []
+    for i, arg in enumerate(args, start=1):
+        value = arg.python_value() if hasattr(arg, "python_value") else arg
+        value = value.as_py() if hasattr(value, "as_py") else value  # a pyarrow scalar
+        if not isinstance(value, str):
+            msg = (
+                f"read_zarr argument {i} must be a string literal, got {arg}; usage: "
+                "read_zarr('location' [, 'path' [, 'option', 'value', ...]])"
+            )
+            raise ZarrError(msg)
+        values.append(value)
+    if not values:
+        msg = "usage: read_zarr('location' [, 'path' [, 'option', 'value', ...]])"
+        raise ZarrError(msg)
+    location, rest = values[0], values[1:]
+    path = rest[0] if rest else None
+    pairs = rest[1:]
+    if len(pairs) % 2:
+        msg = f"read_zarr options come in 'option', 'value' pairs; '{pairs[-1]}' has no value"
+        raise ZarrError(msg)
+    keys, vals = pairs[0::2], pairs[1::2]
+    storage = {k: v for k, v in zip(keys, vals) if "." in k}
+    options = {k: v for k, v in zip(keys, vals) if "." not in k}
+    return ZarrTable(location, path, storage_options=storage, **options)
+
+
+def register(ctx: datafusion.SessionContext) -> None:
+    """Registers ``read_zarr(...)`` and ``CREATE EXTERNAL TABLE ... STORED AS ZARR`` on ``ctx``."""
+    from datafusion import udtf
+
+    ctx.register_udtf(udtf(read_zarr, "read_zarr"))
+    ctx.register_table_factory("ZARR", ZarrTableFactory())

@@ -1,0 +1,85 @@
+"""Type stubs of the native module ``datafusion_zarr._internal``."""
+
+from typing import Any, Literal
+
+DATAFUSION_VERSION: str
+__version__: str
+
+class ZarrError(Exception):
+    """A store, chunk or option that datafusion-zarr rejects.
+
+    The message names the array, the chunk and the rule broken, as the command-line tool prints
+    it. Errors raised while a query runs reach Python through datafusion-python's exceptions
+    with the same message.
+    """
+
+class ZarrTable:
+    """A Zarr array or group as a DataFusion table.
+
+    Opening reads metadata only. Register it with ``SessionContext.register_table``; scans
+    read chunks in parallel, prune them with the query's filters on dimension columns and
+    evaluate string predicates on the UTF-32 code units. It also exports the Arrow PyCapsule
+    interfaces: ``pyarrow.table(t)`` reads every row, ``pyarrow.schema(t)`` gives the schema.
+
+    Args:
+        location: a local directory or a URL: ``s3://``, ``gs://``, ``az://``/``abfs://``,
+            ``http(s)://``, ``file://``.
+        path: the node inside the store (an array or a group); the root when omitted.
+        storage_options: object store settings by their datafusion-cli names, e.g.
+            ``{"aws.region": "eu-west-1", "aws.skip_signature": "true"}`` (also ``gcp.*``,
+            ``azure.*``, ``http.*``, ``retry.*``); credentials also come from the environment.
+        string_type: Arrow type of string columns: ``"utf8"`` (default), ``"large_utf8"`` or
+            ``"utf8view"``.
+        invalid_utf32: code units that are not Unicode scalar values: ``"error"`` (default),
+            ``"replace"`` (U+FFFD) or ``"null"``.
+        fill_as_null: read elements equal to the fill value as NULL.
+        arrays: for a group, the arrays that form the value columns, in this order.
+        max_chunk_bytes: the largest decoded chunk (or shard) accepted, in bytes.
+        max_metadata_bytes: the largest metadata document accepted, in bytes.
+        pushdown: push filters into the scan (default True).
+        io_concurrency: chunk fetches kept in flight per partition (default 64).
+
+    Raises:
+        ZarrError: the store cannot be opened, or an option is unknown or invalid.
+    """
+
+    def __init__(
+        self,
+        location: str,
+        path: str | None = None,
+        *,
+        storage_options: dict[str, str] | None = None,
+        string_type: Literal["utf8", "large_utf8", "utf8view"] = ...,
+        invalid_utf32: Literal["error", "replace", "null"] = ...,
+        fill_as_null: bool = ...,
+        arrays: list[str] | str | None = ...,
+        max_chunk_bytes: int = ...,
+        max_metadata_bytes: int = ...,
+        pushdown: bool = ...,
+        io_concurrency: int = ...,
+    ) -> None: ...
+    @property
+    def location(self) -> str:
+        """The store's URL (a local path becomes a ``file://`` URL)."""
+    @property
+    def path(self) -> str:
+        """The node's path inside the store (``""`` for the root)."""
+    @property
+    def num_rows(self) -> int | None:
+        """The number of rows."""
+    @property
+    def index_columns(self) -> list[str]:
+        """The index columns (element indexes along a dimension, ``uint64``)."""
+    def __datafusion_table_provider__(self, session: Any) -> object: ...
+    def __arrow_c_schema__(self) -> object: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+class ZarrTableFactory:
+    """``CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '...' OPTIONS (...)``.
+
+    Register with ``ctx.register_table_factory("ZARR", ZarrTableFactory())``, or call
+    :func:`datafusion_zarr.register`.
+    """
+
+    def __init__(self) -> None: ...
+    def __datafusion_table_provider_factory__(self, codec: Any) -> object: ...

@@ -1,0 +1,250 @@
+//! `datafusion_zarr._internal`: the Python classes over the crate, and the PyCapsules through
+//! which datafusion-python's `SessionContext` takes our table provider, table factory and
+//! Arrow streams (DataFusion's FFI, datafusion-ffi 55, and the Arrow PyCapsule interface).
+
+mod provider;
+mod runtime;
+mod stream;
+
+use std::ffi::CStr;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use arrow::ffi::FFI_ArrowSchema;
+use arrow::ffi_stream::FFI_ArrowArrayStream;
+use datafusion::catalog::TableProvider;
+use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
+use datafusion_ffi::table_provider::FFI_TableProvider;
+use datafusion_ffi::table_provider_factory::FFI_TableProviderFactory;
+use pyo3::exceptions::{PyException, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyCapsule, PyDict, PyList, PyString, PyTuple};
+
+use provider::{ExportedFactory, ExportedTable};
+
+pyo3::create_exception!(
+    datafusion_zarr,
+    ZarrError,
+    PyException,
+    "A store, chunk or option that datafusion-zarr rejects; the message names the array, the chunk and the rule broken."
+);
+
+fn zarr_error(message: impl ToString) -> PyErr {
+    ZarrError::new_err(message.to_string())
+}
+
+/// The logical extension codec datafusion-python passes to a capsule getter: a
+/// `SessionContext` (which makes one) or, from `Schema.register_table` and table factories,
+/// the codec's capsule itself.
+fn logical_codec(session: &Bound<'_, PyAny>) -> PyResult<FFI_LogicalExtensionCodec> {
+    let capsule = if session.hasattr("__datafusion_logical_extension_codec__")? {
+        session.call_method0("__datafusion_logical_extension_codec__")?
+    } else {
+        session.clone()
+    };
+    let capsule = capsule.cast::<PyCapsule>().map_err(|_| {
+        PyTypeError::new_err(
+            "expected a datafusion SessionContext or a logical extension codec capsule",
+        )
+    })?;
+    let pointer: NonNull<FFI_LogicalExtensionCodec> = capsule
+        .pointer_checked(Some(c"datafusion_logical_extension_codec"))?
+        .cast();
+    // SAFETY: the capsule's name says it holds an FFI_LogicalExtensionCodec, which the capsule
+    // keeps alive while we clone it (datafusion-python's own reading of these capsules).
+    Ok(unsafe { pointer.as_ref() }.clone())
+}
+
+fn capsule<'py, T: 'static + Send>(
+    py: Python<'py>,
+    value: T,
+    name: &'static CStr,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    PyCapsule::new_with_value(py, value, name)
+}
+
+/// One keyword option as the string the table options take: `True` → `"true"`, a list of
+/// names → `"a,b"`, numbers as written.
+fn option_value(key: &str, value: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(b) = value.cast::<PyBool>() {
+        return Ok(b.is_true().to_string());
+    }
+    if let Ok(s) = value.cast::<PyString>() {
+        return Ok(s.to_str()?.to_string());
+    }
+    if value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>() {
+        let names: Vec<String> = value.extract()?;
+        return Ok(names.join(","));
+    }
+    if let Ok(n) = value.extract::<i64>() {
+        return Ok(n.to_string());
+    }
+    Err(PyTypeError::new_err(format!(
+        "option {key}: expected a str, bool, int or list of str, got {}",
+        value.get_type().name()?
+    )))
+}
+
+/// A Zarr array or group as a DataFusion table (see the package's docstrings).
+#[pyclass(frozen, name = "ZarrTable", module = "datafusion_zarr")]
+struct PyZarrTable {
+    table: datafusion_zarr::ZarrTable,
+}
+
+#[pymethods]
+impl PyZarrTable {
+    #[new]
+    #[pyo3(signature = (location, path=None, *, storage_options=None, **options))]
+    fn new(
+        py: Python<'_>,
+        location: String,
+        path: Option<String>,
+        storage_options: Option<&Bound<'_, PyDict>>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        if let Some(path) = path {
+            pairs.push(("path".into(), path));
+        }
+        for dict in [options, storage_options].into_iter().flatten() {
+            for (key, value) in dict.iter() {
+                let key: String = key.extract()?;
+                let value = option_value(&key, &value)?;
+                pairs.push((key, value));
+            }
+        }
+        let options = datafusion_zarr::ZarrOptions::from_pairs(pairs).map_err(zarr_error)?;
+        // The table owns its store: a foreign session's runtime has none of the host's.
+        let table = py
+            .detach(|| {
+                runtime::block_on(datafusion_zarr::ZarrTable::open(
+                    &RuntimeEnv::default(),
+                    &location,
+                    options,
+                ))
+            })
+            .map_err(zarr_error)?
+            .map_err(zarr_error)?;
+        Ok(Self { table })
+    }
+
+    /// The store's URL (a local path becomes a `file://` URL).
+    #[getter]
+    fn location(&self) -> &str {
+        self.table.location()
+    }
+
+    /// The node's path inside the store (`""` for the root).
+    #[getter]
+    fn path(&self) -> &str {
+        self.table.path()
+    }
+
+    /// The number of rows.
+    #[getter]
+    fn num_rows(&self) -> Option<u64> {
+        self.table.num_rows()
+    }
+
+    /// The index columns (element indexes along a dimension).
+    #[getter]
+    fn index_columns(&self) -> Vec<String> {
+        self.table
+            .index_columns()
+            .into_iter()
+            .map(String::from)
+            .collect()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "ZarrTable(location={:?}, path={:?}, columns={:?})",
+            self.table.location(),
+            self.table.path(),
+            self.table
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().as_str())
+                .collect::<Vec<_>>()
+        )
+    }
+
+    /// The table for datafusion-python's `SessionContext.register_table`, with filter pushdown.
+    fn __datafusion_table_provider__<'py>(
+        &self,
+        py: Python<'py>,
+        session: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let codec = logical_codec(session)?;
+        let handle = runtime::handle().map_err(zarr_error)?;
+        let provider = ExportedTable(self.table.clone());
+        let ffi =
+            FFI_TableProvider::new_with_ffi_codec(Arc::new(provider), true, Some(handle), codec);
+        capsule(py, ffi, c"datafusion_table_provider")
+    }
+
+    /// The table's Arrow schema (Arrow PyCapsule interface: `pyarrow.schema(table)`).
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        let schema = FFI_ArrowSchema::try_from(self.table.schema().as_ref())
+            .map_err(|e| zarr_error(format!("exporting the schema: {e}")))?;
+        capsule(py, schema, c"arrow_schema")
+    }
+
+    /// Every row, streamed (Arrow PyCapsule interface: `pyarrow.table(table)`,
+    /// `polars.from_arrow(...)`). `requested_schema` is not supported and is ignored, as the
+    /// interface allows.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let table = self.table.clone();
+        let reader = py
+            .detach(|| stream::ScanReader::start(table))
+            .map_err(zarr_error)?;
+        let stream = FFI_ArrowArrayStream::new(Box::new(reader));
+        capsule(py, stream, c"arrow_array_stream")
+    }
+}
+
+/// `CREATE EXTERNAL TABLE … STORED AS ZARR` for `SessionContext.register_table_factory`.
+#[pyclass(frozen, name = "ZarrTableFactory", module = "datafusion_zarr")]
+struct PyZarrTableFactory;
+
+#[pymethods]
+impl PyZarrTableFactory {
+    #[new]
+    fn new() -> Self {
+        Self
+    }
+
+    fn __datafusion_table_provider_factory__<'py>(
+        &self,
+        py: Python<'py>,
+        codec: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let codec = logical_codec(codec)?;
+        let handle = runtime::handle().map_err(zarr_error)?;
+        let ffi = FFI_TableProviderFactory::new_with_ffi_codec(
+            Arc::new(ExportedFactory),
+            Some(handle),
+            codec,
+        );
+        capsule(py, ffi, c"datafusion_table_provider_factory")
+    }
+}
+
+#[pymodule]
+fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyZarrTable>()?;
+    m.add_class::<PyZarrTableFactory>()?;
+    m.add("ZarrError", m.py().get_type::<ZarrError>())?;
+    // The DataFusion this module was built with; `__init__.py` refuses another major version.
+    m.add("DATAFUSION_VERSION", datafusion::DATAFUSION_VERSION)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
