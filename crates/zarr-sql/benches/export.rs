@@ -38,64 +38,12 @@ mod common;
 
 #[cfg(unix)]
 mod unix {
-    use super::common::{env_or, list, median};
-    use std::io::Read;
+    use super::common::{env_or, list, median, run};
     use std::path::{Path, PathBuf};
-    use std::process::{Command, Stdio};
-    use std::time::Instant;
+    use std::process::Command;
 
     const QUERY: &str = "SELECT count(*) AS n FROM t WHERE value LIKE '%ab%'";
     const ROW_GROUP: &str = "1000000";
-
-    /// One finished child process.
-    struct Run {
-        seconds: f64,
-        peak_rss_kib: i64,
-        stdout: String,
-    }
-
-    /// Runs `cmd` to completion; its wall time and peak RSS (of it alone, from `wait4`).
-    // The child is reaped by `wait4` below (which also gives its own rusage), not `wait()`.
-    #[allow(clippy::zombie_processes)]
-    fn run(cmd: &mut Command) -> Run {
-        let shown = format!("{cmd:?}");
-        let start = Instant::now();
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {shown}: {e}"));
-        let mut stdout = String::new();
-        child
-            .stdout
-            .take()
-            .expect("piped stdout")
-            .read_to_string(&mut stdout)
-            .expect("read stdout");
-        let mut status = 0;
-        // SAFETY: `rusage` is plain old data; wait4 fills it for the child it reaps.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        let pid = child.id() as libc::pid_t;
-        // SAFETY: valid pointers to locals; `pid` is our child, not yet reaped.
-        let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        let seconds = start.elapsed().as_secs_f64();
-        assert_eq!(
-            reaped,
-            pid,
-            "wait4 {shown}: {}",
-            std::io::Error::last_os_error()
-        );
-        assert!(
-            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-            "{shown} failed (wait status {status:#x})"
-        );
-        Run {
-            seconds,
-            peak_rss_kib: usage.ru_maxrss,
-            stdout,
-        }
-    }
 
     fn json(s: &str) -> serde_json::Value {
         let line = s.lines().last().unwrap_or_default();

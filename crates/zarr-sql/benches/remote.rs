@@ -1,6 +1,7 @@
 //! The latency bench (issue #12): the same query on the local files and over HTTP through a
 //! proxy that adds a delay to every request (real nginx behind it), side by side in one run,
-//! with the proxy's request counts and zarr-python + pyarrow over the same proxy.
+//! with the proxy's request counts, our CPU time each way (from `wait4`) and zarr-python +
+//! pyarrow over the same proxy.
 //!
 //! - ours, local: `zarr-sql STORE -c "SELECT count(*) FROM t WHERE value LIKE '%ab%'"`;
 //! - ours, HTTP: the same with `http://127.0.0.1:PROXY/STORE_NAME`;
@@ -22,26 +23,13 @@ mod common;
 mod servers;
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use common::{env_or, list, median};
+use common::{env_or, list, median, run};
 use servers::proxy::Proxy;
 
 const QUERY: &str = "SELECT count(*) AS n FROM t WHERE value LIKE '%ab%'";
-
-fn run(cmd: &mut Command) -> (f64, String) {
-    let shown = format!("{cmd:?}");
-    let start = Instant::now();
-    let out = cmd
-        .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot start {shown}: {e}"));
-    let seconds = start.elapsed().as_secs_f64();
-    assert!(out.status.success(), "{shown} failed");
-    (seconds, String::from_utf8_lossy(&out.stdout).to_string())
-}
 
 /// The count in zarr-sql's CSV output (`n\n518189\n`) or the peer's JSON line.
 fn count_of(output: &str) -> u64 {
@@ -102,24 +90,26 @@ fn main() {
     };
     let ours = |location: &str, extra: &[&str]| ours_with(location, &threads_s, extra);
     // Warm the page cache (nginx reads the same files).
-    let (_, warm) = run(&mut ours(&store.display().to_string(), &[]));
-    let want = count_of(&warm);
+    let want = count_of(&run(&mut ours(&store.display().to_string(), &[])).stdout);
 
     let (mut local, mut http, mut peer_http, mut peer_inner) = (vec![], vec![], vec![], vec![]);
+    let (mut local_cpu, mut http_cpu) = (vec![], vec![]);
     let mut requests = None;
     for _ in 0..runs {
-        let (s, out) = run(&mut ours(&store.display().to_string(), &[]));
-        assert_eq!(count_of(&out), want);
-        local.push(s);
+        let r = run(&mut ours(&store.display().to_string(), &[]));
+        assert_eq!(count_of(&r.stdout), want);
+        local.push(r.seconds);
+        local_cpu.push(r.cpu_seconds);
         proxy.take_log();
-        let (s, out) = run(&mut ours(&url, &[]));
-        assert_eq!(count_of(&out), want);
-        http.push(s);
+        let r = run(&mut ours(&url, &[]));
+        assert_eq!(count_of(&r.stdout), want);
+        http.push(r.seconds);
+        http_cpu.push(r.cpu_seconds);
         let log = proxy.take_log();
         let chunks = log.iter().filter(|l| l.target.contains("/c/")).count();
         let bytes: usize = log.iter().map(|l| l.bytes).sum();
         requests = Some((log.len(), chunks, bytes));
-        let (s, out) = run(Command::new(&python).arg(&peer).args([
+        let r = run(Command::new(&python).arg(&peer).args([
             "scan",
             &url,
             "--threads",
@@ -127,27 +117,29 @@ fn main() {
             "--chunks-per-read",
             "64",
         ]));
-        assert_eq!(count_of(&out), want, "the peer's count");
-        peer_http.push(s);
+        assert_eq!(count_of(&r.stdout), want, "the peer's count");
+        peer_http.push(r.seconds);
         let inner: serde_json::Value =
-            serde_json::from_str(out.lines().last().unwrap_or_default()).expect("peer JSON");
+            serde_json::from_str(r.stdout.lines().last().unwrap_or_default()).expect("peer JSON");
         peer_inner.push(inner["seconds"].as_f64().unwrap_or(f64::NAN));
         proxy.take_log();
     }
-    let (one, _) = run(&mut ours_with(&url, "1", &["-o", "io_concurrency=1"]));
+    let one = run(&mut ours_with(&url, "1", &["-o", "io_concurrency=1"])).seconds;
 
     let (total, chunks, bytes) = requests.expect("at least one run");
     println!("count(*) WHERE value LIKE '%ab%' = {want}");
     println!(
-        "zarr-sql local          median {:.2} s  [{}]",
+        "zarr-sql local          median {:.2} s  [{}]   CPU {:.2} s",
         median(local.clone()),
-        list(&local)
+        list(&local),
+        median(local_cpu.clone())
     );
     println!(
-        "zarr-sql HTTP           median {:.2} s  [{}]   {:.2}x local",
+        "zarr-sql HTTP           median {:.2} s  [{}]   {:.2}x local   CPU {:.2} s",
         median(http.clone()),
         list(&http),
-        median(http.clone()) / median(local.clone())
+        median(http.clone()) / median(local.clone()),
+        median(http_cpu.clone())
     );
     println!(
         "peer HTTP (64 per read) median {:.2} s  [{}]   own timer {:.2} s   {:.2}x zarr-sql HTTP",

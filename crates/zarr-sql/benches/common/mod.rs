@@ -1,6 +1,68 @@
-//! Helpers shared by the runner benches (`export.rs`, `remote.rs`): medians, lists of
-//! seconds, and numbers from the environment.
+//! Helpers shared by the runner benches (`export.rs`, `remote.rs`): child processes measured
+//! alone (wall and CPU time, peak RSS), medians, lists of seconds, numbers from the environment.
 #![allow(dead_code)]
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// One finished child process.
+pub struct Run {
+    /// Wall time, start to exit.
+    pub seconds: f64,
+    /// CPU time of the child alone (user + system), from `wait4`.
+    pub cpu_seconds: f64,
+    /// Peak resident set of the child alone, KiB.
+    pub peak_rss_kib: i64,
+    /// What it printed.
+    pub stdout: String,
+}
+
+/// Runs `cmd` to completion (it must succeed): its wall time, and its own CPU time and peak RSS
+/// from `wait4`, which gives the rusage of the one child it reaps.
+// The child is reaped by `wait4` below, not `wait()`.
+#[allow(clippy::zombie_processes)]
+pub fn run(cmd: &mut Command) -> Run {
+    let shown = format!("{cmd:?}");
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {shown}: {e}"));
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .expect("piped stdout")
+        .read_to_string(&mut stdout)
+        .expect("read stdout");
+    let mut status = 0;
+    // SAFETY: `rusage` is plain old data; wait4 fills it for the child it reaps.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: valid pointers to locals; `pid` is our child, not yet reaped.
+    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let seconds = start.elapsed().as_secs_f64();
+    assert_eq!(
+        reaped,
+        pid,
+        "wait4 {shown}: {}",
+        std::io::Error::last_os_error()
+    );
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{shown} failed (wait status {status:#x})"
+    );
+    let time = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Run {
+        seconds,
+        cpu_seconds: time(usage.ru_utime) + time(usage.ru_stime),
+        peak_rss_kib: usage.ru_maxrss,
+        stdout,
+    }
+}
 
 /// The median of `v`.
 pub fn median(mut v: Vec<f64>) -> f64 {
