@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{env_or, list, median, run};
+use common::{env_or, list, median, own_cpu_seconds, run};
 use servers::proxy::Proxy;
 
 const QUERY: &str = "SELECT count(*) AS n FROM t WHERE value LIKE '%ab%'";
@@ -93,7 +93,7 @@ fn main() {
     let want = count_of(&run(&mut ours(&store.display().to_string(), &[])).stdout);
 
     let (mut local, mut http, mut peer_http, mut peer_inner) = (vec![], vec![], vec![], vec![]);
-    let (mut local_cpu, mut http_cpu) = (vec![], vec![]);
+    let (mut local_cpu, mut http_cpu, mut proxy_cpu) = (vec![], vec![], vec![]);
     let mut requests = None;
     for _ in 0..runs {
         let r = run(&mut ours(&store.display().to_string(), &[]));
@@ -101,7 +101,9 @@ fn main() {
         local.push(r.seconds);
         local_cpu.push(r.cpu_seconds);
         proxy.take_log();
+        let before = own_cpu_seconds();
         let r = run(&mut ours(&url, &[]));
+        proxy_cpu.push(own_cpu_seconds() - before);
         assert_eq!(count_of(&r.stdout), want);
         http.push(r.seconds);
         http_cpu.push(r.cpu_seconds);
@@ -135,11 +137,12 @@ fn main() {
         median(local_cpu.clone())
     );
     println!(
-        "zarr-sql HTTP           median {:.2} s  [{}]   {:.2}x local   CPU {:.2} s",
+        "zarr-sql HTTP           median {:.2} s  [{}]   {:.2}x local   CPU {:.2} s (the proxy's: {:.2} s)",
         median(http.clone()),
         list(&http),
         median(http.clone()) / median(local.clone()),
-        median(http_cpu.clone())
+        median(http_cpu.clone()),
+        median(proxy_cpu.clone())
     );
     println!(
         "peer HTTP (64 per read) median {:.2} s  [{}]   own timer {:.2} s   {:.2}x zarr-sql HTTP",

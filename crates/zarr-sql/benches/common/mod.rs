@@ -64,6 +64,17 @@ pub fn run(cmd: &mut Command) -> Run {
     }
 }
 
+/// CPU time (user + system) this process has used so far, from `getrusage`: in the remote
+/// bench, the in-process proxy's share of the machine.
+pub fn own_cpu_seconds() -> f64 {
+    // SAFETY: `rusage` is plain old data; getrusage fills it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a local.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let time = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
+
 /// The median of `v`.
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
