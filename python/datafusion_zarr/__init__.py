@@ -61,7 +61,8 @@ def read_zarr(*args: Any) -> ZarrTable:
 
     Registered by :func:`register`. datafusion-python calls it with literal expressions; it is a
     Python function (not an FFI table function) because datafusion-ffi turns filter pushdown off
-    for the tables that FFI table functions return.
+    for the tables that FFI table functions return. The strings are read as the Rust
+    ``read_zarr`` reads them (``ReadZarrFunction::arguments``).
     """
     values = []
     for i, arg in enumerate(args, start=1):
@@ -74,19 +75,7 @@ def read_zarr(*args: Any) -> ZarrTable:
             )
             raise ZarrError(msg)
         values.append(value)
-    if not values:
-        msg = "usage: read_zarr('location' [, 'path' [, 'option', 'value', ...]])"
-        raise ZarrError(msg)
-    location, rest = values[0], values[1:]
-    path = rest[0] if rest else None
-    pairs = rest[1:]
-    if len(pairs) % 2:
-        msg = f"read_zarr options come in 'option', 'value' pairs; '{pairs[-1]}' has no value"
-        raise ZarrError(msg)
-    keys, vals = pairs[0::2], pairs[1::2]
-    storage = {k: v for k, v in zip(keys, vals) if "." in k}
-    options = {k: v for k, v in zip(keys, vals) if "." not in k}
-    return ZarrTable(location, path, storage_options=storage, **options)
+    return ZarrTable._from_read_zarr(values)
 
 
 def register(ctx: datafusion.SessionContext) -> None:

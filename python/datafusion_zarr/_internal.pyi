@@ -70,6 +70,9 @@ class ZarrTable:
     @property
     def index_columns(self) -> list[str]:
         """The index columns (element indexes along a dimension, ``uint64``)."""
+    @staticmethod
+    def _from_read_zarr(arguments: list[str]) -> ZarrTable:
+        """The table of ``read_zarr('location' [, 'path' [, 'option', 'value', ...]])``."""
     def __datafusion_table_provider__(self, session: Any) -> object: ...
     def __arrow_c_schema__(self) -> object: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...

@@ -115,18 +115,16 @@ impl PyZarrTable {
             }
         }
         let options = datafusion_zarr::ZarrOptions::from_pairs(pairs).map_err(zarr_error)?;
-        // The table owns its store: a foreign session's runtime has none of the host's.
-        let table = py
-            .detach(|| {
-                runtime::block_on(datafusion_zarr::ZarrTable::open(
-                    &RuntimeEnv::default(),
-                    &location,
-                    options,
-                ))
-            })
-            .map_err(zarr_error)?
-            .map_err(zarr_error)?;
-        Ok(Self { table })
+        Self::open(py, location, options)
+    }
+
+    /// The table `read_zarr('location' [, 'path' [, 'option', 'value', …]])` names, from its
+    /// arguments as strings (the package's `read_zarr` table function).
+    #[staticmethod]
+    fn _from_read_zarr(py: Python<'_>, arguments: Vec<String>) -> PyResult<Self> {
+        let (location, options) =
+            datafusion_zarr::ReadZarrFunction::arguments(&arguments).map_err(zarr_error)?;
+        Self::open(py, location, options)
     }
 
     /// The store's URL (a local path becomes a `file://` URL).
@@ -208,6 +206,28 @@ impl PyZarrTable {
             .map_err(zarr_error)?;
         let stream = FFI_ArrowArrayStream::new(Box::new(reader));
         capsule(py, stream, c"arrow_array_stream")
+    }
+}
+
+impl PyZarrTable {
+    /// Opens the table on our runtime, without the GIL. The table owns its store: a foreign
+    /// session's runtime has none of the host's.
+    fn open(
+        py: Python<'_>,
+        location: String,
+        options: datafusion_zarr::ZarrOptions,
+    ) -> PyResult<Self> {
+        let table = py
+            .detach(|| {
+                runtime::block_on(datafusion_zarr::ZarrTable::open(
+                    &RuntimeEnv::default(),
+                    &location,
+                    options,
+                ))
+            })
+            .map_err(zarr_error)?
+            .map_err(zarr_error)?;
+        Ok(Self { table })
     }
 }
 

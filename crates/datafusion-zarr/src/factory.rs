@@ -80,6 +80,18 @@ impl TableFunctionImpl for ReadZarrFunction {
                 }
             }
         }
+        let (location, options) = Self::arguments(&strings)?;
+        let runtime = args.session().runtime_env().clone();
+        let table = open_blocking(runtime, location, options)?;
+        Ok(Arc::new(table))
+    }
+}
+
+impl ReadZarrFunction {
+    /// The location and options that `read_zarr`'s string arguments give:
+    /// `'location' [, 'path' [, 'option', 'value', …]]` (for callers that take the arguments
+    /// elsewhere, as the Python package's `read_zarr` does).
+    pub fn arguments(strings: &[String]) -> DFResult<(String, ZarrOptions)> {
         let Some((location, rest)) = strings.split_first() else {
             return plan_err!("usage: read_zarr('location' [, 'path' [, 'option', 'value', ...]])");
         };
@@ -100,9 +112,7 @@ impl TableFunctionImpl for ReadZarrFunction {
         for pair in pairs.chunks_exact(2) {
             options.set(&pair[0], &pair[1])?;
         }
-        let runtime = args.session().runtime_env().clone();
-        let table = open_blocking(runtime, location.clone(), options)?;
-        Ok(Arc::new(table))
+        Ok((location.clone(), options))
     }
 }
 
