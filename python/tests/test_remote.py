@@ -12,7 +12,7 @@ import time
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import CORPUS
+from conftest import CORPUS, ROOT
 
 import datafusion_zarr
 
@@ -33,30 +33,12 @@ def http_root(tmp_path_factory):
     port = free_port()
     user = "user root;" if os.geteuid() == 0 else ""
     conf = prefix / "nginx.conf"
-    conf.write_text(
-        f"""load_module /usr/lib/nginx/modules/ngx_http_dav_ext_module.so;
-{user}
-daemon off;
-worker_processes 1;
-pid {prefix}/nginx.pid;
-error_log {prefix}/error.log;
-events {{ worker_connections 256; }}
-http {{
-    access_log off;
-    client_body_temp_path {prefix}/body;
-    proxy_temp_path {prefix}/proxy;
-    fastcgi_temp_path {prefix}/fastcgi;
-    uwsgi_temp_path {prefix}/uwsgi;
-    scgi_temp_path {prefix}/scgi;
-    default_type application/octet-stream;
-    server {{
-        listen 127.0.0.1:{port};
-        root {CORPUS};
-        location / {{ dav_ext_methods PROPFIND OPTIONS; }}
-    }}
-}}
-"""
-    )
+    template = ROOT / "crates/datafusion-zarr/tests/servers/nginx.conf"  # the Rust tests' too
+    values = {"user": user, "prefix": str(prefix), "port": str(port), "root": str(CORPUS)}
+    text = template.read_text()
+    for key, value in values.items():
+        text = text.replace("{" + key + "}", value)
+    conf.write_text(text)
     process = subprocess.Popen([nginx, "-p", str(prefix), "-c", str(conf)])
     try:
         deadline = time.monotonic() + 10

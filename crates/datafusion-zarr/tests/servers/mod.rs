@@ -217,34 +217,11 @@ pub fn nginx(root: &Path, port: u16) -> Result<Server, String> {
     } else {
         ""
     };
-    let conf = format!(
-        r#"load_module /usr/lib/nginx/modules/ngx_http_dav_ext_module.so;
-{user}
-daemon off;
-worker_processes 1;
-pid {prefix}/nginx.pid;
-error_log {prefix}/error.log;
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-    client_body_temp_path {prefix}/body;
-    proxy_temp_path {prefix}/proxy;
-    fastcgi_temp_path {prefix}/fastcgi;
-    uwsgi_temp_path {prefix}/uwsgi;
-    scgi_temp_path {prefix}/scgi;
-    default_type application/octet-stream;
-    keepalive_requests 100000;
-    server {{
-        listen 127.0.0.1:{port};
-        root {root};
-        location / {{
-            dav_ext_methods PROPFIND OPTIONS;
-        }}
-    }}
-}}
-"#,
-        root = root.display()
-    );
+    let conf = include_str!("nginx.conf")
+        .replace("{user}", user)
+        .replace("{prefix}", &prefix)
+        .replace("{port}", &port.to_string())
+        .replace("{root}", &root.display().to_string());
     let conf_path = dir.path().join("nginx.conf");
     std::fs::write(&conf_path, conf).map_err(|e| e.to_string())?;
     let nginx = which("nginx").ok_or("nginx is missing: run tools/install-test-servers first")?;
