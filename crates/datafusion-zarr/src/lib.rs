@@ -44,6 +44,7 @@ mod inspect;
 mod limits;
 mod node;
 mod object_stores;
+mod optimizer;
 mod options;
 mod progress;
 mod provider;
@@ -53,22 +54,38 @@ mod table;
 
 use std::sync::Arc;
 
+use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::SessionContext;
 
 pub use error::{Result, ZarrError};
 pub use factory::{ReadZarrFunction, ZarrTableFactory};
 pub use inspect::inspect;
 pub use object_stores::{STORAGE_PREFIXES, StorageOptions, supported_schemes};
+pub use optimizer::OrderedZarrScan;
 pub use options::{InvalidUtf32, StringType, ZarrOptions};
 pub use progress::{ProgressCounter, ProgressSnapshot, ScanProgress};
 pub use provider::ZarrTable;
 pub use scan::ZarrScanExec;
 
-/// Registers `STORED AS ZARR` and the `read_zarr` table function on `ctx`.
+/// Registers `STORED AS ZARR`, the `read_zarr` table function and the [`OrderedZarrScan`]
+/// physical optimizer rule on `ctx` (registering twice changes nothing).
 pub fn register(ctx: &SessionContext) {
-    ctx.state_ref()
-        .write()
-        .table_factories_mut()
-        .insert("ZARR".to_string(), Arc::new(ZarrTableFactory));
+    {
+        let state_ref = ctx.state_ref();
+        let mut state = state_ref.write();
+        state
+            .table_factories_mut()
+            .insert("ZARR".to_string(), Arc::new(ZarrTableFactory));
+        let has_rule = state
+            .physical_optimizers()
+            .iter()
+            .any(|rule| rule.name() == OrderedZarrScan::NAME);
+        if !has_rule {
+            // A session's physical optimizer rules are fixed once built: rebuild it with ours.
+            *state = SessionStateBuilder::new_from_existing(state.clone())
+                .with_physical_optimizer_rule(Arc::new(OrderedZarrScan))
+                .build();
+        }
+    }
     ctx.register_udtf("read_zarr", Arc::new(ReadZarrFunction));
 }

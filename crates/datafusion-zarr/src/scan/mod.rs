@@ -5,13 +5,15 @@
 //! the scan), [`dynamic`] (DataFusion's runtime filters → units during it), [`raw_filter`]
 //! (string predicates on UTF-32), [`grid`] (geometry), [`fetch`] (encoded chunks from the
 //! store), [`prefetch`] (fetching the next units while one decodes), [`read`] (decode and
-//! assemble regions), [`convert`] (elements → Arrow), [`stream`] (one partition's batches).
+//! assemble regions), [`convert`] (elements → Arrow), [`stream`] (one partition's batches),
+//! [`ordered`] (one partition in index order from several decoding lanes).
 
 mod convert;
 mod dynamic;
 mod fetch;
 mod filter;
 mod grid;
+mod ordered;
 mod prefetch;
 mod pruning;
 mod raw_filter;
@@ -76,6 +78,9 @@ pub struct ZarrScanExec {
     /// Rows of the whole scan, when known.
     total_rows: Option<u64>,
     limit: Option<usize>,
+    /// When more than 0: the scan outputs one partition in index order, its units dealt to this
+    /// many lanes that decode at once (see [`ZarrScanExec::in_index_order`]).
+    lanes: usize,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
     progress: Option<Arc<dyn ScanProgress>>,
@@ -164,6 +169,7 @@ impl ZarrScanExec {
             raw_filters: Arc::new(Vec::new()),
             dynamic_filters: Vec::new(),
             limit,
+            lanes: 0,
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
             progress: None,
@@ -197,6 +203,29 @@ impl ZarrScanExec {
             .flatten()
             .map(|r| r.end - r.start)
             .sum()
+    }
+
+    /// This scan as one partition of rows in index order, when its partitions are each in
+    /// index order: its units are dealt in turn to one decoding lane per partition, and whole
+    /// units are emitted in id order. What a `SortPreservingMergeExec` above would give, without
+    /// comparing rows, and with every lane decoding at once. `None` when the partitions are not
+    /// ordered, when there is only one, or with a limit (which reads one partition already).
+    pub fn in_index_order(&self) -> Option<Self> {
+        let ordered = self.properties.output_ordering().is_some();
+        if !ordered || self.partitions.len() < 2 || self.limit.is_some() || self.lanes > 0 {
+            return None;
+        }
+        let properties = PlanProperties::new(
+            self.properties.equivalence_properties().clone(),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        let mut scan = self.with_filters(self.raw_filters.as_ref().clone());
+        scan.lanes = self.partitions.len();
+        scan.partition_rows = vec![self.total_rows];
+        scan.properties = Arc::new(properties);
+        Some(scan)
     }
 }
 
@@ -273,6 +302,9 @@ impl ZarrScanExec {
         if let Some(limit) = self.limit {
             fields.push(("limit", limit.to_string()));
         }
+        if self.lanes > 0 {
+            fields.push(("ordered_lanes", self.lanes.to_string()));
+        }
         fields
     }
 }
@@ -347,37 +379,32 @@ impl ExecutionPlan for ZarrScanExec {
         partition: usize,
         context: Arc<TaskContext>,
     ) -> DFResult<SendableRecordBatchStream> {
-        let units = self.partitions.get(partition).cloned().ok_or_else(|| {
+        let batch_size = context.session_config().batch_size();
+        if self.lanes > 0 && partition == 0 {
+            let n = self.lanes as u64;
+            let scans = (0..self.lanes)
+                .map(|lane| {
+                    let runs = self.selection.runs.clone();
+                    let units = runs.into_iter().flatten().skip(lane).step_by(n as usize);
+                    let metrics = self.partition_metrics(lane);
+                    PartitionScan::new(self.spec(), Box::new(units), batch_size, metrics)
+                })
+                .collect();
+            let display = self.model.display.clone();
+            return Ok(ordered::ordered_stream(scans, self.schema.clone(), display));
+        }
+        let units = match self.lanes {
+            0 => self.partitions.get(partition).cloned(),
+            _ => None,
+        };
+        let units = units.ok_or_else(|| {
             datafusion::error::DataFusionError::Internal(format!(
                 "ZarrScanExec has no partition {partition}"
             ))
         })?;
-        let metrics = ScanMetrics {
-            chunks_read: MetricBuilder::new(&self.metrics).counter("chunks_read", partition),
-            chunks_missing: MetricBuilder::new(&self.metrics).counter("chunks_missing", partition),
-            bytes_read: MetricBuilder::new(&self.metrics).counter("bytes_read", partition),
-            inner_chunks_read: MetricBuilder::new(&self.metrics)
-                .counter("inner_chunks_read", partition),
-            rows_decoded: MetricBuilder::new(&self.metrics).counter("rows_decoded", partition),
-            rows_transcoded: MetricBuilder::new(&self.metrics)
-                .counter("rows_transcoded", partition),
-            chunks_pruned: MetricBuilder::new(&self.metrics).counter("chunks_pruned", partition),
-            progress: self.progress.clone(),
-        };
-        if partition == 0 {
-            let planned = self.selection.pruned();
-            metrics.chunks_pruned.add(planned as usize);
-        }
-        let spec = ScanSpec {
-            model: self.model.clone(),
-            units: self.units.clone(),
-            projection: self.projection.clone(),
-            schema: self.schema.clone(),
-            raw_filters: self.raw_filters.clone(),
-            limit: self.limit,
-            dynamic_filters: self.dynamic_filters.clone(),
-        };
-        let scan = PartitionScan::new(spec, units, context.session_config().batch_size(), metrics);
+        let units = Box::new(units.into_iter().flatten());
+        let metrics = self.partition_metrics(partition);
+        let scan = PartitionScan::new(self.spec(), units, batch_size, metrics);
         let stream = futures::stream::try_unfold(scan, |mut scan| async move {
             match scan.next_batch().await {
                 Ok(Some(batch)) => Ok(Some((batch, scan))),
@@ -474,6 +501,40 @@ impl ExecutionPlan for ZarrScanExec {
 }
 
 impl ZarrScanExec {
+    /// What every partition (or lane) of this scan shares.
+    fn spec(&self) -> ScanSpec {
+        ScanSpec {
+            model: self.model.clone(),
+            units: self.units.clone(),
+            projection: self.projection.clone(),
+            schema: self.schema.clone(),
+            raw_filters: self.raw_filters.clone(),
+            limit: self.limit,
+            dynamic_filters: self.dynamic_filters.clone(),
+        }
+    }
+
+    /// The metrics of partition (or lane) `partition`; the first also counts the units pruned
+    /// while planning.
+    fn partition_metrics(&self, partition: usize) -> ScanMetrics {
+        let counter =
+            |name: &'static str| MetricBuilder::new(&self.metrics).counter(name, partition);
+        let metrics = ScanMetrics {
+            chunks_read: counter("chunks_read"),
+            chunks_missing: counter("chunks_missing"),
+            bytes_read: counter("bytes_read"),
+            inner_chunks_read: counter("inner_chunks_read"),
+            rows_decoded: counter("rows_decoded"),
+            rows_transcoded: counter("rows_transcoded"),
+            chunks_pruned: counter("chunks_pruned"),
+            progress: self.progress.clone(),
+        };
+        if partition == 0 {
+            metrics.chunks_pruned.add(self.selection.pruned() as usize);
+        }
+        metrics
+    }
+
     /// A copy of this plan with `raw_filters` (and fresh metrics).
     fn with_filters(&self, raw_filters: Vec<RawFilter>) -> Self {
         ZarrScanExec {
@@ -488,6 +549,7 @@ impl ZarrScanExec {
             partition_rows: self.partition_rows.clone(),
             total_rows: self.total_rows,
             limit: self.limit,
+            lanes: self.lanes,
             properties: self.properties.clone(),
             metrics: ExecutionPlanMetricsSet::new(),
             progress: self.progress.clone(),

@@ -50,7 +50,7 @@ pub(crate) struct PartitionScan {
     grid: Arc<UnitGrid>,
     projection: Vec<usize>,
     schema: SchemaRef,
-    units: std::iter::Flatten<std::vec::IntoIter<Range<u64>>>,
+    units: Box<dyn Iterator<Item = u64> + Send>,
     batch_size: usize,
     remaining: Option<usize>,
     caches: Vec<ColumnCache>,
@@ -79,6 +79,7 @@ enum UnitColumn {
 }
 
 struct Unit {
+    id: u64,
     origin: Vec<u64>,
     extent: Vec<u64>,
     /// Rows to emit: all of the unit's, or those in `selection`.
@@ -109,10 +110,10 @@ pub(crate) struct ScanSpec {
 }
 
 impl PartitionScan {
-    /// A scan of the chunk ids in `units` (runs) of the model's grid array.
+    /// A scan of the chunk ids `units` of the model's grid array, in that order.
     pub(crate) fn new(
         spec: ScanSpec,
-        units: Vec<Range<u64>>,
+        units: Box<dyn Iterator<Item = u64> + Send>,
         batch_size: usize,
         metrics: ScanMetrics,
     ) -> Self {
@@ -151,7 +152,7 @@ impl PartitionScan {
             grid: spec.units,
             projection: spec.projection,
             schema: spec.schema,
-            units: units.into_iter().flatten(),
+            units,
             batch_size: batch_size.max(1),
             remaining: spec.limit,
             caches,
@@ -167,24 +168,62 @@ impl PartitionScan {
     /// The next batch, or `None` at the end of the partition.
     pub(crate) async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         loop {
-            if self.remaining == Some(0) {
+            if let Some(batch) = self.take_batch()? {
+                return Ok(Some(batch));
+            }
+            if !self.load_next_unit().await? {
                 return Ok(None);
             }
-            if let Some(unit) = &mut self.current
-                && unit.pos < unit.rows
-            {
-                let mut n = self.batch_size.min(unit.rows - unit.pos);
-                if let Some(r) = self.remaining {
-                    n = n.min(r);
-                }
-                let rows = unit.pos..unit.pos + n;
-                unit.pos += n;
-                if let Some(r) = &mut self.remaining {
-                    *r -= n;
-                }
-                let batch = build_batch(&self.model, &self.schema, unit, rows)?;
-                self.metrics.rows_transcoded.add(batch.num_rows());
-                return Ok(Some(batch));
+        }
+    }
+
+    /// The next work unit's id and all its batches (none when no row of it passes the string
+    /// filters), or `None` at the end of the partition: what a lane of an ordered scan sends.
+    pub(crate) async fn next_unit(&mut self) -> Result<Option<(u64, Vec<RecordBatch>)>> {
+        if !self.load_next_unit().await? {
+            return Ok(None);
+        }
+        let id = self.current.as_ref().map_or(0, |u| u.id);
+        let mut batches = Vec::new();
+        while let Some(batch) = self.take_batch()? {
+            batches.push(batch);
+        }
+        Ok(Some((id, batches)))
+    }
+
+    /// The next batch of the current unit, or `None` when it has no more (or the limit is
+    /// reached).
+    fn take_batch(&mut self) -> Result<Option<RecordBatch>> {
+        if self.remaining == Some(0) {
+            return Ok(None);
+        }
+        let Some(unit) = &mut self.current else {
+            return Ok(None);
+        };
+        if unit.pos >= unit.rows {
+            return Ok(None);
+        }
+        let mut n = self.batch_size.min(unit.rows - unit.pos);
+        if let Some(r) = self.remaining {
+            n = n.min(r);
+        }
+        let rows = unit.pos..unit.pos + n;
+        unit.pos += n;
+        if let Some(r) = &mut self.remaining {
+            *r -= n;
+        }
+        let batch = build_batch(&self.model, &self.schema, unit, rows)?;
+        self.metrics.rows_transcoded.add(batch.num_rows());
+        Ok(Some(batch))
+    }
+
+    /// Fetches and loads the next unit the dynamic filters keep as the current one; `false`
+    /// at the end of the partition (or when the limit is reached).
+    async fn load_next_unit(&mut self) -> Result<bool> {
+        self.current = None;
+        loop {
+            if self.remaining == Some(0) {
+                return Ok(false);
             }
             // Units the dynamic filters rule out are skipped before they are fetched, and again
             // when they arrive (the filters may have tightened meanwhile).
@@ -192,7 +231,7 @@ impl PartitionScan {
                 (&self.grid, &mut self.pruner, &self.metrics.chunks_pruned);
             let keep = |id: u64| unit_may_match(pruner, grid, pruned, id);
             let Some(fetched) = self.prefetcher.next(&mut self.units, keep).await else {
-                return Ok(None);
+                return Ok(false);
             };
             let fetched = fetched?;
             self.add_counts(&fetched.counts);
@@ -201,10 +240,10 @@ impl PartitionScan {
                 cache.prefetched.clear();
                 cache.prefetched.extend(objects);
             }
-            self.current = None;
             let pruned = &self.metrics.chunks_pruned;
             if unit_may_match(&mut self.pruner, &self.grid, pruned, fetched.id)? {
                 self.current = Some(self.load_unit(fetched.id).await?);
+                return Ok(true);
             }
         }
     }
@@ -323,6 +362,7 @@ impl PartitionScan {
         }
         let emitted = selection.as_ref().map_or(rows, Vec::len);
         Ok(Unit {
+            id,
             origin,
             extent,
             rows: emitted,
