@@ -20,7 +20,7 @@
 
 use std::path::{Path, PathBuf};
 
-use datafusion::common::config::TableParquetOptions;
+use datafusion::common::config::{ParquetOptions, TableParquetOptions};
 use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::DataFrame;
@@ -58,6 +58,34 @@ pub struct ParquetExport {
     /// consecutive integers that this encoding stores in a few bits each (instead of 8 bytes
     /// each, plain, after a dictionary attempt that cannot succeed).
     pub delta_encoded: Vec<String>,
+    /// Row groups encoded at once (see [`parallel_row_groups`]); the number of cores when
+    /// `None`.
+    pub parallelism: Option<usize>,
+}
+
+/// Tunes DataFusion's parallel Parquet writer to encode `parallelism` row groups at once.
+/// DataFusion encodes each column of a row group on its own task, fed through a queue of
+/// `maximum_buffered_record_batches_per_stream` batches (default 2), and starts the next row
+/// group only when the last batch of this one is queued: with the defaults the widest column
+/// is encoded on one core at a time, however many the machine has. Queues that hold a whole
+/// row group of `batch_size` batches (at most 256) let the scan run on into the next row group
+/// while the previous ones are still encoded. Memory: about `parallelism` + 1 row groups of
+/// Arrow data.
+///
+/// ```
+/// use datafusion::common::config::ParquetOptions;
+/// use datafusion_zarr::export::parallel_row_groups;
+///
+/// let mut options = ParquetOptions::default();
+/// options.max_row_group_size = 1_000_000;
+/// parallel_row_groups(&mut options, 4, 8192);
+/// assert_eq!(options.maximum_parallel_row_group_writers, 4);
+/// assert_eq!(options.maximum_buffered_record_batches_per_stream, 124);
+/// ```
+pub fn parallel_row_groups(options: &mut ParquetOptions, parallelism: usize, batch_size: usize) {
+    let batches = options.max_row_group_size.div_ceil(batch_size.max(1));
+    options.maximum_parallel_row_group_writers = parallelism.max(1);
+    options.maximum_buffered_record_batches_per_stream = (batches + 1).clamp(2, 256);
 }
 
 impl std::str::FromStr for Compression {
@@ -122,6 +150,12 @@ impl ParquetExport {
         }
     }
 
+    /// Row groups encoded at once: [`ParquetExport::parallelism`] or the number of cores.
+    fn parallelism(&self) -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        self.parallelism.unwrap_or(cores)
+    }
+
     /// DataFusion's writer options for this export.
     pub fn writer_options(&self) -> Result<TableParquetOptions> {
         let mut options = TableParquetOptions::default();
@@ -143,6 +177,9 @@ impl ParquetExport {
         if let Some(n) = self.row_group_size {
             options.global.max_row_group_size = n.max(1);
         }
+        // DataFusion's default batch size; `write_parquet` uses its session's.
+        let batch_size = datafusion::prelude::SessionConfig::new().batch_size();
+        parallel_row_groups(&mut options.global, self.parallelism(), batch_size);
         for name in &self.delta_encoded {
             let column = options
                 .column_specific_options
@@ -269,11 +306,14 @@ impl Drop for AtomicTarget {
 pub async fn write_parquet(df: DataFrame, target: &Path, export: &ParquetExport) -> Result<u64> {
     let atomic = AtomicTarget::new(target)?;
     let temp = atomic.temp_path().to_string_lossy().to_string();
+    let mut options = export.writer_options()?;
+    let batch_size = df.task_ctx().session_config().batch_size();
+    parallel_row_groups(&mut options.global, export.parallelism(), batch_size);
     let result = df
         .write_parquet(
             &temp,
             DataFrameWriteOptions::new().with_single_file_output(true),
-            Some(export.writer_options()?),
+            Some(options),
         )
         .await?;
     let rows = result

@@ -5,7 +5,11 @@
 //!   `peer.py scan STORE` (the two counts must be equal);
 //! - export: `zarr-sql export STORE OUT.parquet` against `peer.py export STORE OUT.parquet`
 //!   (zstd level 3, row groups of 1,000,000 rows, columns `i` uint64 and `value` string; both
-//!   files must hold every row).
+//!   files must hold every row);
+//! - export against the scan (issue #14's goal, at most 1.5×): the export and
+//!   `COPY (SELECT * FROM t) TO 'OUT.parquet'` typed in SQL, each against the full scan
+//!   `SELECT count(value) FROM t WHERE value <> 'zzzz'` (every string decoded and transcoded),
+//!   with the CPU time of each.
 //!
 //! Each command runs `ZARR_BENCH_RUNS` times (default 3), alternating ours and the peer's, with
 //! `ZARR_BENCH_THREADS` threads (default: the number of cores) on each side (`-p N`,
@@ -44,6 +48,8 @@ mod unix {
 
     const QUERY: &str = "SELECT count(*) AS n FROM t WHERE value LIKE '%ab%'";
     const ROW_GROUP: &str = "1000000";
+    /// Every string decoded and transcoded: the scan an export is measured against.
+    const FULL_SCAN: &str = "SELECT count(value) AS n FROM t WHERE value <> 'zzzz'";
 
     fn json(s: &str) -> serde_json::Value {
         let line = s.lines().last().unwrap_or_default();
@@ -175,9 +181,19 @@ mod unix {
         );
 
         // --- export ---
+        let copy_out = out_dir.join("copy.parquet");
+        let copy_sql = format!("COPY (SELECT * FROM t) TO '{}'", copy_out.display());
         let (mut ours, mut theirs, mut theirs_inner) = (vec![], vec![], vec![]);
-        let (mut ours_rss, mut theirs_rss) = (0, 0);
+        let (mut ours_rss, mut theirs_rss, mut copy_rss) = (0, 0, 0);
+        let (mut full, mut copy) = (vec![], vec![]);
+        let (mut ours_cpu, mut full_cpu, mut copy_cpu) = (vec![], vec![], vec![]);
         for _ in 0..runs {
+            let f = run(Command::new(&zarr_sql)
+                .arg(&store)
+                .args(["-q", "--format", "csv", "-p", &threads_s, "-c", FULL_SCAN]));
+            full.push(f.seconds);
+            full_cpu.push(f.cpu_seconds);
+
             let r = run(Command::new(&zarr_sql)
                 .arg("export")
                 .arg(&store)
@@ -194,7 +210,15 @@ mod unix {
                     ROW_GROUP,
                 ]));
             ours.push(r.seconds);
+            ours_cpu.push(r.cpu_seconds);
             ours_rss = ours_rss.max(r.peak_rss_kib);
+
+            let c = run(Command::new(&zarr_sql)
+                .arg(&store)
+                .args(["-q", "-p", &threads_s, "-c", &copy_sql]));
+            copy.push(c.seconds);
+            copy_cpu.push(c.cpu_seconds);
+            copy_rss = copy_rss.max(c.peak_rss_kib);
 
             let p = run(Command::new(&python)
                 .arg(&peer)
@@ -212,18 +236,25 @@ mod unix {
             ours_rows, peer_rows,
             "the two Parquet files hold different row counts"
         );
+        assert_eq!(
+            parquet_rows(&copy_out),
+            ours_rows,
+            "COPY wrote another row count"
+        );
         let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len()) >> 20;
         let (o, t, ti) = (
             median(ours.clone()),
             median(theirs.clone()),
             median(theirs_inner.clone()),
         );
+        let (fs, cs) = (median(full.clone()), median(copy.clone()));
         println!(
             "export to Parquet (zstd 3, row groups of {ROW_GROUP}; both files {ours_rows} rows)"
         );
         println!(
-            "  zarr-sql export        median {o:7.2} s   runs [{}]   peak RSS {:7.1} MiB   file {} MiB",
+            "  zarr-sql export        median {o:7.2} s   runs [{}]   CPU [{}]   peak RSS {:7.1} MiB   file {} MiB",
             list(&ours),
+            list(&ours_cpu),
             mib(ours_rss),
             size(&ours_out)
         );
@@ -243,8 +274,26 @@ mod unix {
             ti / o
         );
         println!(
-            "  peak RSS of zarr-sql export: {:.1} MiB (target < 512 MiB)",
+            "  peak RSS of zarr-sql export: {:.1} MiB (target < 512 MiB)\n",
             mib(ours_rss)
+        );
+        println!("export against the full scan: {FULL_SCAN}");
+        println!(
+            "  full scan              median {fs:7.2} s   runs [{}]   CPU [{}]",
+            list(&full),
+            list(&full_cpu)
+        );
+        println!(
+            "  COPY (SELECT * FROM t) median {cs:7.2} s   runs [{}]   CPU [{}]   peak RSS {:7.1} MiB   file {} MiB",
+            list(&copy),
+            list(&copy_cpu),
+            mib(copy_rss),
+            size(&copy_out)
+        );
+        println!(
+            "  export / full scan: {:.2}x   COPY / full scan: {:.2}x   (target at most 1.5x)",
+            o / fs,
+            cs / fs
         );
         let _ = std::fs::remove_dir_all(&out_dir);
     }

@@ -85,6 +85,7 @@ pub async fn run(args: ExportArgs) -> Result<()> {
         compression: args.compression,
         compression_level: args.compression_level,
         row_group_size: args.row_group_size,
+        parallelism: Some(ctx.copied_config().target_partitions()),
         ..ParquetExport::for_table(&table)
     };
     let order = table.row_order();

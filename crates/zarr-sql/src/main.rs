@@ -168,6 +168,10 @@ pub(crate) fn session(
     if let Some(b) = batch_size {
         config = config.with_batch_size(b.max(1));
     }
+    // COPY … TO '….parquet' typed in SQL encodes as many row groups at once as the export does.
+    let (parallelism, batch_size) = (config.target_partitions(), config.batch_size());
+    let parquet = &mut config.options_mut().execution.parquet;
+    datafusion_zarr::export::parallel_row_groups(parquet, parallelism, batch_size);
     // Like datafusion-cli, files can be queried by path: SELECT * FROM 'out.parquet'.
     let ctx = SessionContext::new_with_config(config).enable_url_table();
     datafusion_zarr::register(&ctx);
