@@ -132,3 +132,66 @@ fn s3_credentials_come_from_the_environment() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), stdout(&local));
 }
+
+/// Uploads the files of `local` under `prefix` in the S3 bucket with the `public-read` ACL,
+/// through boto3 in the test servers' virtualenv (object_store sets no ACL).
+fn upload_public(s: &servers::Servers, local: &std::path::Path, prefix: &str) {
+    let python = root().join(".servers/venv/bin/python");
+    let script = r#"
+import os, sys, boto3
+port, bucket, local, prefix, key = sys.argv[1:]
+s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", aws_access_key_id=key,
+                  aws_secret_access_key=key, region_name="us-east-1")
+for folder, _, names in os.walk(local):
+    for name in names:
+        path = os.path.join(folder, name)
+        target = prefix + "/" + os.path.relpath(path, local).replace(os.sep, "/")
+        s3.upload_file(path, bucket, target, ExtraArgs={"ACL": "public-read"})
+"#;
+    let done = std::process::Command::new(python)
+        .args(["-c", script, &s.s3.to_string(), servers::BUCKET])
+        .arg(local)
+        .args([prefix, servers::S3_KEY])
+        .output()
+        .unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+}
+
+#[test]
+fn anonymous_s3_reads_public_objects_and_is_refused_private_ones() {
+    let s = servers();
+    let key = "corpus/17_large_200k_zstd/data.zarr";
+    let sql = "SELECT count(*) AS n, count(DISTINCT value) AS d FROM t WHERE value LIKE '%ab%'";
+    let local = zarr_sql(&["--format", "csv", &location("file", &s, key), "-c", sql]);
+    assert!(local.status.success(), "{}", stderr(&local));
+    upload_public(&s, &root().join("tests/data").join(key), "public/17");
+    let endpoint = format!("aws.endpoint=http://127.0.0.1:{}", s.s3);
+    let anonymous = |from: &str| {
+        zarr_sql(&[
+            "--format",
+            "csv",
+            from,
+            "-o",
+            "aws.skip_signature=true",
+            "-o",
+            &endpoint,
+            "-o",
+            "aws.region=us-east-1",
+            "-c",
+            sql,
+        ])
+    };
+    // moto serves objects with a public-read ACL to unsigned requests …
+    let public = anonymous(&format!("s3://{}/public/17", servers::BUCKET));
+    assert!(public.status.success(), "{}", stderr(&public));
+    assert_eq!(stdout(&public), stdout(&local));
+    // … and refuses the private ones (uploaded with credentials), with the key in the error.
+    let private = anonymous(&location("s3", &s, key));
+    assert!(!private.status.success());
+    let err = stderr(&private);
+    assert!(err.contains("zarr.json") && err.contains("403"), "{err}");
+}

@@ -2,8 +2,9 @@
 //! units are already being requested, up to `io_concurrency` units and a byte budget. This is
 //! what hides a remote store's latency; units come back in order.
 //!
-//! The window starts at one unit and doubles with each unit consumed, so a query that stops
-//! early (`LIMIT`, a TopK whose threshold prunes the rest) requests little more than it reads.
+//! A scan that will read every unit it planned starts with the whole window. One that may stop
+//! early (`LIMIT`, a TopK or join whose dynamic filter prunes the rest) starts at one unit and
+//! doubles with each unit consumed, so it requests little more than it reads.
 //!
 //! With string filters evaluated on the scan (late materialisation), the filter columns are
 //! always fetched ahead; the other columns only once most recent units had matching rows, as
@@ -71,22 +72,26 @@ pub(crate) struct Prefetcher {
 }
 
 impl Prefetcher {
-    /// A prefetcher of `columns` over `grid`'s units, keeping up to `io_concurrency` in flight.
+    /// A prefetcher of `columns` over `grid`'s units, keeping up to `io_concurrency` in flight;
+    /// from the start when `reads_all` (the scan reads every unit it is given), otherwise
+    /// from one unit, doubling.
     pub(crate) fn new(
         store: ZarrStore,
         limits: Limits,
         grid: Arc<UnitGrid>,
         columns: Vec<PrefetchColumn>,
         io_concurrency: usize,
+        reads_all: bool,
     ) -> Self {
         let n = columns.len();
+        let max_window = io_concurrency.max(1);
         Self {
             store,
             limits,
             grid,
             columns,
-            max_window: io_concurrency.max(1),
-            window: 1,
+            max_window,
+            window: if reads_all { max_window } else { 1 },
             in_flight: FuturesOrdered::new(),
             declared: VecDeque::new(),
             in_flight_bytes: 0,

@@ -140,12 +140,15 @@ impl PartitionScan {
                 _ => None,
             })
             .collect();
+        // Without a limit or dynamic filters every unit given is read: fetch ahead at once.
+        let reads_all = spec.limit.is_none() && spec.dynamic_filters.is_empty();
         let prefetcher = Prefetcher::new(
             spec.model.store.clone(),
             spec.model.limits,
             spec.units.clone(),
             columns,
             spec.model.options.io_concurrency,
+            reads_all,
         );
         Self {
             model: spec.model,
