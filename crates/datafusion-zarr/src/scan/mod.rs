@@ -381,11 +381,10 @@ impl ExecutionPlan for ZarrScanExec {
     ) -> DFResult<SendableRecordBatchStream> {
         let batch_size = context.session_config().batch_size();
         if self.lanes > 0 && partition == 0 {
-            let n = self.lanes as u64;
             let scans = (0..self.lanes)
                 .map(|lane| {
                     let runs = self.selection.runs.clone();
-                    let units = runs.into_iter().flatten().skip(lane).step_by(n as usize);
+                    let units = runs.into_iter().flatten().skip(lane).step_by(self.lanes);
                     let metrics = self.partition_metrics(lane);
                     PartitionScan::new(self.spec(), Box::new(units), batch_size, metrics)
                 })
