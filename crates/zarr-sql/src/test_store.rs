@@ -1,6 +1,7 @@
-//! A test-only object store for local files that waits before every read, so that tests of
-//! cancellation (Ctrl-C during an export) and of a store changing mid-scan do not depend on
-//! timing. It is installed only when `ZARR_SQL_TEST_READ_DELAY_MS` is set, once per session;
+//! A test-only object store for local files that serves one read at a time, each after a
+//! delay, so that tests of cancellation (Ctrl-C during an export) and of a store changing
+//! mid-scan do not depend on timing: however many fetches the scan keeps in flight, N reads
+//! take N delays. It is installed only when `ZARR_SQL_TEST_READ_DELAY_MS` is set, once per session;
 //! the library knows nothing of it.
 
 use std::fmt;
@@ -37,16 +38,19 @@ pub fn install(ctx: &SessionContext) -> Result<()> {
         Arc::new(DelayedStore {
             inner: LocalFileSystem::new(),
             delay: Duration::from_millis(millis),
+            one_at_a_time: tokio::sync::Mutex::new(()),
         }),
     );
     Ok(())
 }
 
-/// Local files, each read after `delay`.
+/// Local files, read one at a time, each after `delay`.
 #[derive(Debug)]
 struct DelayedStore {
     inner: LocalFileSystem,
     delay: Duration,
+    /// Held for the delay and the read.
+    one_at_a_time: tokio::sync::Mutex<()>,
 }
 
 impl fmt::Display for DelayedStore {
@@ -79,6 +83,7 @@ impl ObjectStore for DelayedStore {
         location: &Path,
         options: GetOptions,
     ) -> object_store::Result<GetResult> {
+        let _turn = self.one_at_a_time.lock().await;
         tokio::time::sleep(self.delay).await;
         self.inner.get_opts(location, options).await
     }
@@ -88,6 +93,7 @@ impl ObjectStore for DelayedStore {
         location: &Path,
         ranges: &[Range<u64>],
     ) -> object_store::Result<Vec<Bytes>> {
+        let _turn = self.one_at_a_time.lock().await;
         tokio::time::sleep(self.delay).await;
         self.inner.get_ranges(location, ranges).await
     }
