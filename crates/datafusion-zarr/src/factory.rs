@@ -119,7 +119,7 @@ impl ReadZarrFunction {
 /// DataFusion calls table functions synchronously, possibly from inside an async runtime
 /// (even a current-thread one), so the metadata is loaded on a separate thread with its own
 /// small runtime rather than by blocking the caller's runtime threads.
-fn open_blocking(
+pub(crate) fn open_blocking(
     runtime: Arc<RuntimeEnv>,
     location: String,
     options: ZarrOptions,

@@ -25,6 +25,8 @@
 //! - [`export`]: Parquet output that replaces its target only when complete.
 //! - [`inspect`]: the tree of a store's groups and arrays and the tables they map to, as JSON.
 //! - [`ZarrError`]: what the reader rejects, naming the array, the chunk and the rule.
+//! - `distributed` (feature `ballista`): the codecs that carry tables and scans through a
+//!   Ballista cluster's plans.
 //!
 //! Everything else is private to the crate. Inside, the data flows `store` → `node` → `table`
 //! → `scan` → DataFusion; see the README's design section. The transcoding kernels live in the
@@ -35,6 +37,8 @@
 #[doc(hidden)]
 pub mod bench_support;
 mod codecs;
+#[cfg(feature = "ballista")]
+pub mod distributed;
 mod error;
 pub mod export;
 mod factory;

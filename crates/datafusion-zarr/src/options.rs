@@ -36,7 +36,28 @@ impl StringType {
     }
 }
 
+impl StringType {
+    /// The option value that [`StringType::parse`] reads as this type.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Utf8 => "utf8",
+            Self::Utf8View => "utf8view",
+            Self::LargeUtf8 => "large_utf8",
+            Self::FixedSizeBinary => "fixed_size_binary",
+        }
+    }
+}
+
 pub use zarr_utf32::InvalidUtf32;
+
+/// The option value that [`parse_invalid_utf32`] reads as `mode`.
+pub fn invalid_utf32_name(mode: InvalidUtf32) -> &'static str {
+    match mode {
+        InvalidUtf32::Error => "error",
+        InvalidUtf32::Replace => "replace",
+        InvalidUtf32::Null => "null",
+    }
+}
 
 /// Parses an `invalid_utf32` value: `error`, `replace` or `null` (case-insensitive).
 pub fn parse_invalid_utf32(value: &str) -> Result<InvalidUtf32> {
@@ -126,6 +147,36 @@ impl ZarrOptions {
         Ok(options)
     }
 
+    /// Every option as the key/value pairs [`ZarrOptions::from_pairs`] reads back, storage
+    /// options included (their values may be secrets: do not show them).
+    pub fn to_pairs(&self) -> Vec<(String, String)> {
+        let mut pairs = vec![
+            ("path".to_string(), self.path.clone()),
+            ("string_type".into(), self.string_type.name().into()),
+            (
+                "invalid_utf32".into(),
+                invalid_utf32_name(self.invalid_utf32).into(),
+            ),
+            ("fill_as_null".into(), self.fill_as_null.to_string()),
+            ("max_chunk_bytes".into(), self.max_chunk_bytes.to_string()),
+            (
+                "max_metadata_bytes".into(),
+                self.max_metadata_bytes.to_string(),
+            ),
+            ("pushdown".into(), self.pushdown.to_string()),
+            ("io_concurrency".into(), self.io_concurrency.to_string()),
+        ];
+        if let Some(arrays) = &self.arrays {
+            pairs.push(("arrays".into(), arrays.join(",")));
+        }
+        for key in self.storage.keys() {
+            if let Some(value) = self.storage.get(key) {
+                pairs.push((key.to_string(), value.to_string()));
+            }
+        }
+        pairs
+    }
+
     /// Sets one option.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         let lower = key.trim().to_ascii_lowercase();
@@ -212,6 +263,25 @@ mod tests {
         assert_eq!(o.string_type, StringType::Utf8View);
         assert_eq!(o.path, "a/b");
         assert!(o.fill_as_null);
+    }
+
+    #[test]
+    fn pairs_read_back_to_the_same_options() {
+        let o = ZarrOptions::from_pairs([
+            ("path", "g/a"),
+            ("string_type", "fixed_size_binary"),
+            ("invalid_utf32", "replace"),
+            ("fill_as_null", "true"),
+            ("arrays", "b, a"),
+            ("max_chunk_bytes", "1000"),
+            ("pushdown", "false"),
+            ("io_concurrency", "3"),
+            ("aws.region", "eu-west-1"),
+        ])
+        .unwrap();
+        assert_eq!(ZarrOptions::from_pairs(o.to_pairs()).unwrap(), o);
+        let d = ZarrOptions::default();
+        assert_eq!(ZarrOptions::from_pairs(d.to_pairs()).unwrap(), d);
     }
 
     #[test]

@@ -50,6 +50,10 @@ use crate::table::{ColumnSource, TableModel};
 pub struct ZarrTable {
     model: Arc<TableModel>,
     progress: Option<Arc<dyn ScanProgress>>,
+    /// Plan every scan as one partition (decoded by several lanes): set on a table that
+    /// arrived through a cluster's plan (see `distributed`), whose engine runs each task's
+    /// copy of the plan on every partition of an unknown leaf.
+    one_partition: bool,
 }
 
 impl ZarrTable {
@@ -62,7 +66,15 @@ impl ZarrTable {
         Ok(Self {
             model: Arc::new(model),
             progress: None,
+            one_partition: false,
         })
+    }
+
+    /// This table with every scan planned as one partition (see `one_partition`).
+    #[cfg_attr(not(feature = "ballista"), allow(dead_code))]
+    pub(crate) fn with_one_partition(mut self) -> Self {
+        self.one_partition = true;
+        self
     }
 
     /// Reports the progress of this table's scans to `progress`.
@@ -199,6 +211,9 @@ impl TableProvider for ZarrTable {
                 .filter_map(|f| RawFilter::parse(&self.model, f))
                 .collect(),
         );
-        Ok(Arc::new(exec))
+        match self.one_partition {
+            true => Ok(Arc::new(exec.as_one_partition())),
+            false => Ok(Arc::new(exec)),
+        }
     }
 }

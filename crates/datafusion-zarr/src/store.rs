@@ -79,6 +79,13 @@ impl ZarrStore {
         })
     }
 
+    /// The store's URL as opened (with any user, password or query it was given): what another
+    /// process opens the same store from. Never show it.
+    #[cfg_attr(not(feature = "ballista"), allow(dead_code))]
+    pub(crate) fn url(&self) -> &Url {
+        &self.url
+    }
+
     /// The store's URL, as shown in errors, plans and file metadata (without credentials).
     pub(crate) fn display_location(&self) -> &str {
         &self.shown

@@ -13,7 +13,7 @@ use datafusion_zarr::export::{Compression, ParquetExport, write_parquet};
 use datafusion_zarr::{ProgressCounter, ZarrOptions, ZarrTable};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::{session, table_options};
+use crate::{session_on, table_options};
 
 /// `zarr-sql export`'s arguments.
 #[derive(Debug, clap::Args)]
@@ -60,6 +60,11 @@ pub struct ExportArgs {
     /// Number of partitions (threads).
     #[arg(short = 'p', long)]
     partitions: Option<usize>,
+    /// Run the export on the Ballista cluster of this scheduler (df://HOST:PORT): an executor
+    /// writes the file, so OUTPUT must be on storage it shares with this machine. Needs a
+    /// zarr-sql built with the `ballista` feature.
+    #[arg(long, value_name = "URL")]
+    scheduler: Option<String>,
 }
 
 fn quote(name: &str) -> String {
@@ -68,7 +73,7 @@ fn quote(name: &str) -> String {
 
 /// Runs the export.
 pub async fn run(args: ExportArgs) -> Result<()> {
-    let ctx = session(args.partitions, None)?;
+    let ctx = session_on(args.scheduler.as_deref(), args.partitions, None).await?;
     let mut options = ZarrOptions {
         path: args.path.clone(),
         ..ZarrOptions::default()
@@ -114,7 +119,11 @@ pub async fn run(args: ExportArgs) -> Result<()> {
 
     let start = Instant::now();
     let display = Display::start(&args, progress.clone());
-    let result = write_parquet(df, &args.output, &export).await;
+    // Absolute, as this process sees it: on a cluster an executor writes the file.
+    let output = std::path::absolute(&args.output).map_err(|e| {
+        datafusion::error::DataFusionError::Plan(format!("{}: {e}", args.output.display()))
+    })?;
+    let result = write_parquet(df, &output, &export).await;
     display.finish(result.is_ok());
     let rows = result?;
     if !args.quiet {

@@ -4,12 +4,17 @@
 //! zarr-sql [LOCATION] [-c SQL]... [-f FILE]... [--format table|csv|json|ndjson] [-q]
 //! zarr-sql export LOCATION OUT.parquet [--path P] [--columns C] [--where PRED] ...
 //! zarr-sql inspect LOCATION [--format text|json]
+//! zarr-sql scheduler [--bind ADDR]                      (feature `ballista`)
+//! zarr-sql executor [--scheduler ADDR] [--bind ADDR]    (feature `ballista`)
+//! zarr-sql --scheduler df://HOST:PORT …                 (feature `ballista`)
 //! ```
 //! With a LOCATION, the store is registered as table `t`. Without `-c`/`-f`, statements are
 //! read from standard input: an interactive shell on a terminal, a script when piped. The
 //! library, `datafusion-zarr`, does the reading; this crate is argument parsing, output
 //! formats, the shell and the progress bar.
 
+#[cfg(feature = "ballista")]
+mod cluster;
 mod export;
 mod inspect;
 mod output;
@@ -56,6 +61,12 @@ enum Subcommand {
     Export(export::ExportArgs),
     /// Show the groups and arrays of a Zarr store and the tables they map to.
     Inspect(inspect::InspectArgs),
+    /// Run a Ballista scheduler that plans queries over Zarr stores for its executors.
+    #[cfg(feature = "ballista")]
+    Scheduler(cluster::SchedulerArgs),
+    /// Run a Ballista executor that reads Zarr chunks for a scheduler's tasks.
+    #[cfg(feature = "ballista")]
+    Executor(cluster::ExecutorArgs),
 }
 
 /// Running SQL (the default command).
@@ -93,6 +104,11 @@ struct QueryArgs {
     /// Rows per batch.
     #[arg(short = 'b', long)]
     batch_size: Option<usize>,
+
+    /// Run the queries on the Ballista cluster of this scheduler (df://HOST:PORT); needs a
+    /// zarr-sql built with the `ballista` feature.
+    #[arg(long, value_name = "URL")]
+    scheduler: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -112,6 +128,10 @@ fn main() -> ExitCode {
             None => run(cli.query).await,
             Some(Subcommand::Export(args)) => export::run(args).await,
             Some(Subcommand::Inspect(args)) => inspect::run(args).await,
+            #[cfg(feature = "ballista")]
+            Some(Subcommand::Scheduler(args)) => cluster::run_scheduler(args).await,
+            #[cfg(feature = "ballista")]
+            Some(Subcommand::Executor(args)) => cluster::run_executor(args).await,
         }
     };
     // Ctrl-C cancels the work; dropping it removes any temporary output (see AtomicTarget).
@@ -179,8 +199,25 @@ pub(crate) fn session(
     Ok(ctx)
 }
 
+/// The session of a command: local, or on the cluster of `scheduler` (`df://host:port`).
+pub(crate) async fn session_on(
+    scheduler: Option<&str>,
+    partitions: Option<usize>,
+    batch_size: Option<usize>,
+) -> Result<SessionContext> {
+    match scheduler {
+        None => session(partitions, batch_size),
+        #[cfg(feature = "ballista")]
+        Some(url) => cluster::remote_session(url, partitions, batch_size).await,
+        #[cfg(not(feature = "ballista"))]
+        Some(_) => Err(DataFusionError::Plan(
+            "--scheduler needs a zarr-sql built with the `ballista` feature (cargo install ... --features ballista)".into(),
+        )),
+    }
+}
+
 async fn run(args: QueryArgs) -> Result<()> {
-    let ctx = session(args.partitions, args.batch_size)?;
+    let ctx = session_on(args.scheduler.as_deref(), args.partitions, args.batch_size).await?;
     if let Some(location) = &args.location {
         let options = table_options(ZarrOptions::default(), &args.options)?;
         let table = ZarrTable::open(&ctx.runtime_env(), location, options).await?;
@@ -218,6 +255,9 @@ fn atomic_copy_target(statement: &mut DFStatement) -> Result<Option<AtomicTarget
     let target = copy.target.clone();
     let local = !target.contains("://") || target.starts_with("file://");
     let path = std::path::PathBuf::from(target.strip_prefix("file://").unwrap_or(&target));
+    // Absolute, as the client sees it: on a cluster an executor writes the file.
+    let path = std::path::absolute(&path)
+        .map_err(|e| DataFusionError::Plan(format!("COPY target '{target}': {e}")))?;
     // A target without an extension (or ending in '/') is a directory of files.
     if !local
         || !copy.partitioned_by.is_empty()

@@ -137,26 +137,7 @@ impl ZarrScanExec {
             (None, 0) => model.num_rows().ok(),
             _ => partition_rows.iter().copied().sum(),
         };
-        // Each partition is sorted by the leading index columns it outputs (see `row_order`).
-        let mut equivalences = EquivalenceProperties::new(schema.clone());
-        let ordering: Vec<PhysicalSortExpr> = row_order(&model, &units)
-            .iter()
-            .map_while(|name| {
-                let i = schema.index_of(name).ok()?;
-                Some(PhysicalSortExpr::new_default(Arc::new(Column::new(
-                    name, i,
-                ))))
-            })
-            .collect();
-        if !ordering.is_empty() {
-            equivalences.add_ordering(ordering);
-        }
-        let properties = PlanProperties::new(
-            equivalences,
-            Partitioning::UnknownPartitioning(partitions.len()),
-            EmissionType::Incremental,
-            Boundedness::Bounded,
-        );
+        let properties = scan_properties(&model, &units, &schema, partitions.len());
         Ok(Self {
             model,
             units: Arc::new(units),
@@ -215,18 +196,58 @@ impl ZarrScanExec {
         if !ordered || self.partitions.len() < 2 || self.limit.is_some() || self.lanes > 0 {
             return None;
         }
+        Some(self.as_one_partition())
+    }
+
+    /// This scan as one partition whose units are dealt to one decoding lane per partition
+    /// (whole units emitted in id order, so any ordering of the partitions still holds). An
+    /// engine that runs every partition of a leaf it cannot divide (Ballista's task copies)
+    /// reads each unit once from this form. Unchanged when there is one partition already.
+    pub(crate) fn as_one_partition(&self) -> Self {
+        let mut scan = self.with_filters(self.raw_filters.as_ref().clone());
+        if self.partitions.len() < 2 || self.lanes > 0 {
+            return scan;
+        }
         let properties = PlanProperties::new(
             self.properties.equivalence_properties().clone(),
             Partitioning::UnknownPartitioning(1),
             EmissionType::Incremental,
             Boundedness::Bounded,
         );
-        let mut scan = self.with_filters(self.raw_filters.as_ref().clone());
         scan.lanes = self.partitions.len();
         scan.partition_rows = vec![self.total_rows];
         scan.properties = Arc::new(properties);
-        Some(scan)
+        scan
     }
+}
+
+/// A scan's plan properties: `partitions` partitions, each sorted by the leading index columns
+/// it outputs (see [`row_order`]).
+fn scan_properties(
+    model: &TableModel,
+    units: &UnitGrid,
+    schema: &SchemaRef,
+    partitions: usize,
+) -> PlanProperties {
+    let mut equivalences = EquivalenceProperties::new(schema.clone());
+    let ordering: Vec<PhysicalSortExpr> = row_order(model, units)
+        .iter()
+        .map_while(|name| {
+            let i = schema.index_of(name).ok()?;
+            Some(PhysicalSortExpr::new_default(Arc::new(Column::new(
+                name, i,
+            ))))
+        })
+        .collect();
+    if !ordering.is_empty() {
+        equivalences.add_ordering(ordering);
+    }
+    PlanProperties::new(
+        equivalences,
+        Partitioning::UnknownPartitioning(partitions),
+        EmissionType::Incremental,
+        Boundedness::Bounded,
+    )
 }
 
 /// The index columns (in dimension order) by which every partition of a scan is sorted, or
@@ -279,6 +300,107 @@ fn slice_runs(runs: &[Range<u64>], positions: Range<u64>) -> Vec<Range<u64>> {
         at += len;
     }
     out
+}
+
+/// A planned scan as plain data, to be sent to another process and planned again there from
+/// the same table (see `crate::distributed`): everything but the table, the dynamic filters
+/// (which another process cannot receive updates of) and progress (which stays local).
+#[cfg_attr(not(feature = "ballista"), allow(dead_code))]
+#[derive(Debug, Clone)]
+pub(crate) struct ScanParts {
+    pub(crate) projection: Vec<usize>,
+    pub(crate) partitions: Vec<Vec<Range<u64>>>,
+    pub(crate) selection: ChunkSelection,
+    pub(crate) raw_filters: Vec<RawFilter>,
+    pub(crate) partition_rows: Vec<Option<u64>>,
+    pub(crate) total_rows: Option<u64>,
+    pub(crate) limit: Option<usize>,
+    pub(crate) lanes: usize,
+}
+
+#[cfg_attr(not(feature = "ballista"), allow(dead_code))]
+impl ZarrScanExec {
+    /// The table this scan reads.
+    pub(crate) fn model(&self) -> &Arc<TableModel> {
+        &self.model
+    }
+
+    /// This scan as plain data (see [`ScanParts`]).
+    pub(crate) fn parts(&self) -> ScanParts {
+        ScanParts {
+            projection: self.projection.clone(),
+            partitions: self.partitions.clone(),
+            selection: self.selection.as_ref().clone(),
+            raw_filters: self.raw_filters.as_ref().clone(),
+            partition_rows: self.partition_rows.clone(),
+            total_rows: self.total_rows,
+            limit: self.limit,
+            lanes: self.lanes,
+        }
+    }
+
+    /// The scan `parts` describe, over `model`: the same partitions, units and filters as
+    /// where it was planned, checked against the table so that a bad plan is an error.
+    pub(crate) fn from_parts(model: Arc<TableModel>, parts: ScanParts) -> Result<Self> {
+        let units = UnitGrid::of(&model)?;
+        let columns = model.columns.len();
+        if let Some(bad) = parts.projection.iter().find(|&&i| i >= columns) {
+            return Err(ZarrError::internal(format!(
+                "the plan projects column {bad} of {}, which has {columns} columns",
+                model.display
+            )));
+        }
+        let planned = parts
+            .partitions
+            .iter()
+            .chain(std::iter::once(&parts.selection.runs))
+            .flatten();
+        if let Some(bad) = planned
+            .clone()
+            .find(|r| r.start > r.end || r.end > units.count())
+        {
+            return Err(ZarrError::internal(format!(
+                "the plan reads units {bad:?} of {}, which has {} units",
+                model.display,
+                units.count()
+            )));
+        }
+        let partitions = match parts.lanes {
+            0 => parts.partitions.len(),
+            _ => 1,
+        };
+        if parts.partition_rows.len() != partitions {
+            return Err(ZarrError::internal(format!(
+                "the plan of {} counts rows for {} partitions, not {partitions}",
+                model.display,
+                parts.partition_rows.len()
+            )));
+        }
+        let schema = Arc::new(model.schema.project(&parts.projection).map_err(|e| {
+            ZarrError::internal(format!(
+                "projecting the columns {:?}: {e}",
+                parts.projection
+            ))
+        })?);
+        let properties = scan_properties(&model, &units, &schema, partitions);
+        Ok(Self {
+            model,
+            units: Arc::new(units),
+            projection: parts.projection,
+            schema,
+            partitions: parts.partitions,
+            selection: Arc::new(parts.selection),
+            raw_filters: Arc::new(parts.raw_filters),
+            dynamic_filters: Vec::new(),
+            partition_rows: parts.partition_rows,
+            total_rows: parts.total_rows,
+            limit: parts.limit,
+            lanes: parts.lanes,
+            properties: Arc::new(properties),
+            metrics: ExecutionPlanMetricsSet::new(),
+            progress: None,
+        })
+    }
 }
 
 impl ZarrScanExec {
@@ -431,9 +553,14 @@ impl ExecutionPlan for ZarrScanExec {
             Some(p) => self.partition_rows.get(p).copied().unwrap_or(Some(0)),
             None => self.total_rows,
         };
+        // The UTF-32 filters drop rows: the count is then an upper bound, never exact (an
+        // exact count would let DataFusion answer `count(*)` without the filter).
         let rows = rows
             .and_then(|r| usize::try_from(r).ok())
-            .map_or(Precision::Absent, Precision::Exact);
+            .map_or(Precision::Absent, |r| match self.raw_filters.is_empty() {
+                true => Precision::Exact(r),
+                false => Precision::Inexact(r),
+            });
         Ok(Arc::new(
             Statistics::new_unknown(&self.schema).with_num_rows(rows),
         ))

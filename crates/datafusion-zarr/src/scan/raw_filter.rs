@@ -55,6 +55,9 @@ pub(crate) struct RawFilter {
     /// Literals as code units (one for a comparison, several for `IN`, none for `LIKE`).
     literals: Vec<Vec<u32>>,
     display: String,
+    /// The physical expression it was parsed from (what a plan sent to another process
+    /// carries, to be parsed again there).
+    expr: Arc<dyn PhysicalExpr>,
 }
 
 impl std::fmt::Display for RawFilter {
@@ -135,7 +138,21 @@ impl RawFilter {
             op,
             literals,
             display: filter.display(),
+            expr: Arc::clone(&filter.expr),
         })
+    }
+
+    /// The physical expression this filter was parsed from.
+    #[cfg_attr(not(feature = "ballista"), allow(dead_code))]
+    pub(crate) fn expr(&self) -> &Arc<dyn PhysicalExpr> {
+        &self.expr
+    }
+
+    /// This filter shown as `display` (the text it had where it was first parsed).
+    #[cfg_attr(not(feature = "ballista"), allow(dead_code))]
+    pub(crate) fn shown_as(mut self, display: String) -> Self {
+        self.display = display;
+        self
     }
 
     /// Whether `other` tests the same thing (so one of them is enough).
