@@ -503,10 +503,14 @@ impl ExecutionPlan for ZarrScanExec {
     ) -> DFResult<SendableRecordBatchStream> {
         let batch_size = context.session_config().batch_size();
         if self.lanes > 0 && partition == 0 {
-            let scans = (0..self.lanes)
+            // No more lanes than this machine has cores: the plan may come from a scheduler
+            // that sized it for another machine, and every lane keeps its own fetches in flight.
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let lanes = self.lanes.min(cores).max(1);
+            let scans = (0..lanes)
                 .map(|lane| {
                     let runs = self.selection.runs.clone();
-                    let units = runs.into_iter().flatten().skip(lane).step_by(self.lanes);
+                    let units = runs.into_iter().flatten().skip(lane).step_by(lanes);
                     let metrics = self.partition_metrics(lane);
                     PartitionScan::new(self.spec(), Box::new(units), batch_size, metrics)
                 })
