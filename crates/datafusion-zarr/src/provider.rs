@@ -50,10 +50,11 @@ use crate::table::{ColumnSource, TableModel};
 pub struct ZarrTable {
     model: Arc<TableModel>,
     progress: Option<Arc<dyn ScanProgress>>,
-    /// Plan every scan as one partition (decoded by several lanes): set on a table that
-    /// arrived through a cluster's plan (see `distributed`), whose engine runs each task's
-    /// copy of the plan on every partition of an unknown leaf.
-    one_partition: bool,
+    /// Plan every scan as a file scan (a `DataSourceExec`, see `scan::file_scan`): set on a
+    /// table that arrived through a cluster's plan (see `distributed`), whose engine divides
+    /// the file groups of such a scan among its tasks and would run every partition of another
+    /// leaf in every task.
+    for_cluster: bool,
 }
 
 impl ZarrTable {
@@ -66,14 +67,14 @@ impl ZarrTable {
         Ok(Self {
             model: Arc::new(model),
             progress: None,
-            one_partition: false,
+            for_cluster: false,
         })
     }
 
-    /// This table with every scan planned as one partition (see `one_partition`).
+    /// This table with every scan planned for a cluster (see `for_cluster`).
     #[cfg_attr(not(feature = "ballista"), allow(dead_code))]
-    pub(crate) fn with_one_partition(mut self) -> Self {
-        self.one_partition = true;
+    pub(crate) fn for_cluster(mut self) -> Self {
+        self.for_cluster = true;
         self
     }
 
@@ -211,8 +212,8 @@ impl TableProvider for ZarrTable {
                 .filter_map(|f| RawFilter::parse(&self.model, f))
                 .collect(),
         );
-        match self.one_partition {
-            true => Ok(Arc::new(exec.as_one_partition())),
+        match self.for_cluster {
+            true => Ok(Arc::new(exec).file_scan(None, limit)?),
             false => Ok(Arc::new(exec)),
         }
     }

@@ -66,7 +66,8 @@ fn spawn(args: &[String], log: &Path) -> Result<std::process::Child, String> {
         .args(args)
         // Not the repository root: a relative path that reached an executor would fail.
         .current_dir(std::env::temp_dir())
-        .env("RUST_LOG", "info")
+        // Ballista's task lines, and which units each process reads.
+        .env("RUST_LOG", "info,datafusion_zarr=debug")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log_file);
@@ -258,10 +259,11 @@ fn an_export_of_the_large_case_equals_the_local_export() {
     assert!(local.schema().metadata().contains_key("zarr.store"));
 }
 
-/// The values of `key=` in the plan lines that name ZarrScanExec.
+/// The values of `key=` in the plan lines of Zarr scans (`ZarrScanExec` locally, a
+/// `DataSourceExec` of `file_type=zarr` on the cluster).
 fn scan_fields(plan: &str, key: &str) -> Vec<String> {
     plan.lines()
-        .filter(|l| l.contains("ZarrScanExec"))
+        .filter(|l| l.contains("ZarrScanExec") || l.contains("file_type=zarr"))
         .filter_map(|l| {
             let at = l.find(&format!("{key}="))? + key.len() + 1;
             let rest = &l[at..];
@@ -318,7 +320,7 @@ fn a_hash_joins_dynamic_filter_is_not_sent_to_the_executors_and_the_plan_says_so
     let (local, remote) = both(&["--format", "csv", "-q", "-c", &sql]);
     assert!(local.contains("dynamic_filters=["), "{local}");
     assert!(!remote.contains("dynamic_filters=["), "{remote}");
-    assert!(remote.contains("ZarrScanExec"), "{remote}");
+    assert!(remote.contains("file_type=zarr"), "{remote}");
 }
 
 #[test]
@@ -352,29 +354,62 @@ fn an_s3_store_is_read_by_the_executors_without_showing_its_secret() {
     }
 }
 
-/// Tasks an executor's log reports as received.
-fn tasks_received(log: &Path) -> usize {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .matches("Received task")
-        .count()
+/// The unit runs (`start..end`) that the lines of `log` say were read from `store`.
+fn units_read(log: &Path, store: &str) -> Vec<(u64, u64)> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut runs = Vec::new();
+    for line in text.lines().filter(|l| l.contains(store)) {
+        let Some((_, list)) = line.split_once(" reads units [") else {
+            continue;
+        };
+        for run in list
+            .trim_end_matches(']')
+            .split(", ")
+            .filter(|r| !r.is_empty())
+        {
+            let (a, b) = run.split_once("..").expect("a run start..end");
+            runs.push((a.parse().expect("a unit id"), b.parse().expect("a unit id")));
+        }
+    }
+    runs
+}
+
+/// Copies the directory `from` to `to`, recursively.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        match entry.file_type().unwrap().is_dir() {
+            true => copy_dir(&entry.path(), &target),
+            false => {
+                std::fs::copy(entry.path(), target).unwrap();
+            }
+        }
+    }
 }
 
 #[test]
-fn both_executors_run_tasks() {
+fn a_scan_is_divided_among_both_executors_and_each_unit_read_once() {
     let c = cluster();
-    let store = corpus_store("17_large_200k_zstd");
+    // A copy only this test reads, so the executors' log lines about it are this test's.
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("divided.zarr");
+    copy_dir(&root().join(corpus_store("17_large_200k_zstd")), &store);
+    let store = store.display().to_string();
     let sql = format!(
-        "SELECT length(value) AS l, count(*) FROM read_zarr('{store}') GROUP BY l ORDER BY l"
+        "SELECT count(*), count(DISTINCT value), min(value), max(value) FROM read_zarr('{store}')"
     );
     let local = zarr_sql(&["--format", "csv", "-q", "-c", &sql]);
-    // Which executor takes a task is the scheduler's choice: a bounded number of tries.
-    for _ in 0..20 {
+    assert!(local.status.success(), "{}", stderr(&local));
+    // 20 chunks in 8 partitions: 8 scan tasks. Which executor takes which task is the
+    // scheduler's choice, so a bounded number of runs until both have scanned.
+    for run in 1..=10 {
         let remote = zarr_sql(&[
             "--scheduler",
             c.url.as_str(),
             "-p",
-            "4",
+            "8",
             "--format",
             "csv",
             "-q",
@@ -382,11 +417,34 @@ fn both_executors_run_tasks() {
             &sql,
         ]);
         assert!(remote.status.success(), "{}", stderr(&remote));
+        // The same count: no unit read twice, none skipped.
         assert_eq!(stdout(&remote), stdout(&local));
-        if c.executor_logs.iter().all(|l| tasks_received(l) > 0) {
+        // Every line below comes from one of the `run` queries (the logs are appended to).
+        let per_executor: Vec<Vec<(u64, u64)>> = c
+            .executor_logs
+            .iter()
+            .map(|l| units_read(l, &store))
+            .collect();
+        let mut all: Vec<(u64, u64)> = per_executor.concat();
+        all.sort();
+        let units: u64 = all.iter().map(|(a, b)| b - a).sum();
+        assert_eq!(units, 20 * run, "units read after {run} runs: {all:?}");
+        if per_executor.iter().all(|runs| !runs.is_empty()) {
+            // Each run read the 20 units exactly once between the two executors.
+            let mut counts = [0u64; 20];
+            for (a, b) in &all {
+                for id in *a..*b {
+                    counts[id as usize] += 1;
+                }
+            }
+            assert!(counts.iter().all(|&n| n == run), "{counts:?}");
             return;
         }
     }
-    let counts: Vec<usize> = c.executor_logs.iter().map(|l| tasks_received(l)).collect();
-    panic!("tasks received per executor: {counts:?}");
+    let counts: Vec<usize> = c
+        .executor_logs
+        .iter()
+        .map(|l| units_read(l, &store).len())
+        .collect();
+    panic!("unit runs read per executor: {counts:?}");
 }

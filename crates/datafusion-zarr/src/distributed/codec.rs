@@ -23,7 +23,9 @@ use super::wire::{self, FilterWire, SCAN_TAG, ScanWire, TABLE_TAG, TableWire};
 use crate::error::{Result, ZarrError};
 use crate::factory::open_blocking;
 use crate::provider::ZarrTable;
-use crate::scan::{ChunkSelection, RawFilter, ScanFilter, ScanParts, ZarrScanExec};
+use crate::scan::{
+    ChunkSelection, FileScanParts, RawFilter, ScanFilter, ScanParts, ZarrScanExec, file_scan_parts,
+};
 
 /// The logical codec: carries a [`ZarrTable`] as its store URL and options, and hands every
 /// other node to the codec it wraps. Set it on the client, the scheduler and the executors.
@@ -73,7 +75,7 @@ fn open_table(
             ),
         ));
     }
-    Ok(table.with_one_partition())
+    Ok(table.for_cluster())
 }
 
 impl LogicalExtensionCodec for ZarrLogicalCodec {
@@ -158,9 +160,11 @@ impl LogicalExtensionCodec for ZarrLogicalCodec {
     }
 }
 
-/// The physical codec: carries a [`ZarrScanExec`] with its table, partitions, pruning result
-/// and UTF-32 filters (never its dynamic filters, which only prune and whose updates could not
-/// follow the plan), and hands every other node to the codec it wraps.
+/// The physical codec: carries the scan of a table from a cluster plan (a `DataSourceExec`
+/// reading the partitions of a planned [`ZarrScanExec`], see `ZarrTable::for_cluster`) as its
+/// table, partitions, pruning result, UTF-32 filters and the partitions of each file group
+/// (which Ballista narrows to a task's own), and hands every other node to the codec it wraps.
+/// Dynamic filters never travel: they only prune, and their updates could not follow the plan.
 #[derive(Debug)]
 pub struct ZarrPhysicalCodec {
     inner: Arc<dyn PhysicalExtensionCodec>,
@@ -175,6 +179,8 @@ impl ZarrPhysicalCodec {
     fn encode_scan(
         &self,
         scan: &ZarrScanExec,
+        groups: Vec<Vec<usize>>,
+        fetch: Option<usize>,
         proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> DFResult<ScanWire> {
         let parts = scan.parts();
@@ -197,7 +203,8 @@ impl ZarrPhysicalCodec {
             partition_rows: parts.partition_rows,
             total_rows: parts.total_rows,
             limit: parts.limit,
-            lanes: parts.lanes,
+            groups,
+            fetch,
         })
     }
 
@@ -206,7 +213,7 @@ impl ZarrPhysicalCodec {
         payload: ScanWire,
         ctx: &TaskContext,
         proto_converter: &dyn PhysicalProtoConverterExtension,
-    ) -> DFResult<ZarrScanExec> {
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
         let options = payload.table.options()?;
         let table = open_blocking(ctx.runtime_env(), payload.table.location.clone(), options)?;
         let model = table.model().clone();
@@ -241,9 +248,9 @@ impl ZarrPhysicalCodec {
             partition_rows: payload.partition_rows,
             total_rows: payload.total_rows,
             limit: payload.limit,
-            lanes: payload.lanes,
         };
-        Ok(ZarrScanExec::from_parts(model, parts)?)
+        let scan = Arc::new(ZarrScanExec::from_parts(model, parts)?);
+        Ok(scan.file_scan(Some(payload.groups), payload.fetch)?)
     }
 }
 
@@ -263,11 +270,7 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
         proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> DFResult<Arc<dyn ExecutionPlan>> {
         match wire::read::<ScanWire>(SCAN_TAG, buf) {
-            Some(payload) => Ok(Arc::new(self.decode_scan(
-                payload?,
-                ctx,
-                proto_converter,
-            )?)),
+            Some(payload) => self.decode_scan(payload?, ctx, proto_converter),
             None => self.inner.try_decode(buf, inputs, ctx, proto_converter),
         }
     }
@@ -278,12 +281,15 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
         buf: &mut Vec<u8>,
         proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> DFResult<()> {
-        match node.downcast_ref::<ZarrScanExec>() {
-            Some(scan) => Ok(wire::write(
-                SCAN_TAG,
-                &self.encode_scan(scan, proto_converter)?,
-                buf,
-            )?),
+        match file_scan_parts(node.as_ref()) {
+            Some(FileScanParts {
+                scan,
+                groups,
+                fetch,
+            }) => {
+                let payload = self.encode_scan(&scan, groups, fetch, proto_converter)?;
+                Ok(wire::write(SCAN_TAG, &payload, buf)?)
+            }
             None => self.inner.try_encode(node, buf, proto_converter),
         }
     }

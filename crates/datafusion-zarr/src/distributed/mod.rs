@@ -3,15 +3,16 @@
 //!
 //! - A [`ZarrTable`](crate::ZarrTable) travels (client → scheduler) as its store URL and
 //!   options ([`ZarrLogicalCodec`]); the scheduler opens it again and plans the scan there.
-//! - A [`ZarrScanExec`](crate::ZarrScanExec) travels (scheduler → executors) as the table
-//!   plus the scan's plan: projection, units of each partition, pruning result, UTF-32
-//!   filters (as DataFusion physical expressions), limit ([`ZarrPhysicalCodec`]). The
+//! - The scan travels (scheduler → executors) as the table plus the scan's plan: projection,
+//!   units of each partition, pruning result, UTF-32 filters (as DataFusion physical
+//!   expressions), limit, and which partitions the task reads ([`ZarrPhysicalCodec`]). The
 //!   executor opens the table's metadata and reads exactly the units the plan names.
 //!
-//! Ballista 55 gives every task a copy of its stage's plan and runs all partitions of a leaf
-//! it does not know how to divide; a table decoded here therefore plans its scans as one
-//! partition read by several lanes (see `ZarrTable::with_one_partition`), so no unit is read
-//! twice. docs/scaling.md says what this means for a cluster.
+//! Ballista 55 narrows a task's plan to the task's partitions only for leaves it knows (and
+//! runs every partition of any other leaf in every task), so a table decoded here plans its
+//! scans as a `DataSourceExec` whose file groups are the scan's partitions (see
+//! `ZarrTable::for_cluster` and `scan::file_scan`): each task reads its own partitions' units,
+//! and no unit is read twice. docs/scaling.md says what this means for a cluster.
 
 mod codec;
 mod wire;

@@ -16,7 +16,7 @@ use crate::table::TableModel;
 /// payloads: a protobuf message never starts with it (field number 0 does not exist).
 pub(super) const TABLE_TAG: &[u8] = b"\0zarr-table-v1\0";
 /// The first bytes of a scan payload (see [`TABLE_TAG`]).
-pub(super) const SCAN_TAG: &[u8] = b"\0zarr-scan-v1\0";
+pub(super) const SCAN_TAG: &[u8] = b"\0zarr-scan-v2\0";
 
 /// A table: where it is and how to open it.
 #[derive(Debug, Serialize, Deserialize)]
@@ -48,7 +48,7 @@ pub(super) struct FilterWire {
     pub(super) display: String,
 }
 
-/// A planned scan (see `crate::scan::ScanParts`).
+/// A planned scan (see `crate::scan::ScanParts`) and the part of it one task reads.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct ScanWire {
     pub(super) table: TableWire,
@@ -63,7 +63,10 @@ pub(super) struct ScanWire {
     pub(super) partition_rows: Vec<Option<u64>>,
     pub(super) total_rows: Option<u64>,
     pub(super) limit: Option<usize>,
-    pub(super) lanes: usize,
+    /// The partitions each file group of this task's plan reads (indices into `partitions`).
+    pub(super) groups: Vec<Vec<usize>>,
+    /// The file scan's row limit (DataFusion's, which may be below the planned `limit`).
+    pub(super) fetch: Option<usize>,
 }
 
 /// `runs` as pairs.

@@ -6,11 +6,13 @@
 //! (string predicates on UTF-32), [`grid`] (geometry), [`fetch`] (encoded chunks from the
 //! store), [`prefetch`] (fetching the next units while one decodes), [`read`] (decode and
 //! assemble regions), [`convert`] (elements → Arrow), [`stream`] (one partition's batches),
-//! [`ordered`] (one partition in index order from several decoding lanes).
+//! [`ordered`] (one partition in index order from several decoding lanes), [`file_scan`] (the
+//! scan as a `DataSourceExec` a cluster divides among its executors).
 
 mod convert;
 mod dynamic;
 mod fetch;
+mod file_scan;
 mod filter;
 mod grid;
 mod ordered;
@@ -24,6 +26,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
+use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::stats::Precision;
@@ -42,7 +45,11 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PhysicalExpr, PlanProperties,
     StatisticsArgs,
 };
+use futures::StreamExt;
+use futures::stream::BoxStream;
 
+#[cfg(feature = "ballista")]
+pub(crate) use file_scan::{FileScanParts, file_scan_parts};
 pub(crate) use filter::ScanFilter;
 pub(crate) use grid::{UnitGrid, unravel};
 pub(crate) use pruning::{ChunkSelection, MAX_PLANNED_UNITS, select_chunks};
@@ -196,18 +203,7 @@ impl ZarrScanExec {
         if !ordered || self.partitions.len() < 2 || self.limit.is_some() || self.lanes > 0 {
             return None;
         }
-        Some(self.as_one_partition())
-    }
-
-    /// This scan as one partition whose units are dealt to one decoding lane per partition
-    /// (whole units emitted in id order, so any ordering of the partitions still holds). An
-    /// engine that runs every partition of a leaf it cannot divide (Ballista's task copies)
-    /// reads each unit once from this form. Unchanged when there is one partition already.
-    pub(crate) fn as_one_partition(&self) -> Self {
         let mut scan = self.with_filters(self.raw_filters.as_ref().clone());
-        if self.partitions.len() < 2 || self.lanes > 0 {
-            return scan;
-        }
         let properties = PlanProperties::new(
             self.properties.equivalence_properties().clone(),
             Partitioning::UnknownPartitioning(1),
@@ -217,7 +213,7 @@ impl ZarrScanExec {
         scan.lanes = self.partitions.len();
         scan.partition_rows = vec![self.total_rows];
         scan.properties = Arc::new(properties);
-        scan
+        Some(scan)
     }
 }
 
@@ -315,7 +311,6 @@ pub(crate) struct ScanParts {
     pub(crate) partition_rows: Vec<Option<u64>>,
     pub(crate) total_rows: Option<u64>,
     pub(crate) limit: Option<usize>,
-    pub(crate) lanes: usize,
 }
 
 #[cfg_attr(not(feature = "ballista"), allow(dead_code))]
@@ -335,7 +330,6 @@ impl ZarrScanExec {
             partition_rows: self.partition_rows.clone(),
             total_rows: self.total_rows,
             limit: self.limit,
-            lanes: self.lanes,
         }
     }
 
@@ -365,10 +359,7 @@ impl ZarrScanExec {
                 units.count()
             )));
         }
-        let partitions = match parts.lanes {
-            0 => parts.partitions.len(),
-            _ => 1,
-        };
+        let partitions = parts.partitions.len();
         if parts.partition_rows.len() != partitions {
             return Err(ZarrError::internal(format!(
                 "the plan of {} counts rows for {} partitions, not {partitions}",
@@ -395,7 +386,7 @@ impl ZarrScanExec {
             partition_rows: parts.partition_rows,
             total_rows: parts.total_rows,
             limit: parts.limit,
-            lanes: parts.lanes,
+            lanes: 0,
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
             progress: None,
@@ -503,8 +494,8 @@ impl ExecutionPlan for ZarrScanExec {
     ) -> DFResult<SendableRecordBatchStream> {
         let batch_size = context.session_config().batch_size();
         if self.lanes > 0 && partition == 0 {
-            // No more lanes than this machine has cores: the plan may come from a scheduler
-            // that sized it for another machine, and every lane keeps its own fetches in flight.
+            // No more lanes than this machine has cores (the partitions were counted from the
+            // session's target_partitions): every lane keeps its own fetches in flight.
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
             let lanes = self.lanes.min(cores).max(1);
             let scans = (0..lanes)
@@ -527,19 +518,9 @@ impl ExecutionPlan for ZarrScanExec {
                 "ZarrScanExec has no partition {partition}"
             ))
         })?;
-        let units = Box::new(units.into_iter().flatten());
-        let metrics = self.partition_metrics(partition);
-        let scan = PartitionScan::new(self.spec(), units, batch_size, metrics);
-        let stream = futures::stream::try_unfold(scan, |mut scan| async move {
-            match scan.next_batch().await {
-                Ok(Some(batch)) => Ok(Some((batch, scan))),
-                Ok(None) => Ok(None),
-                Err(e) => Err(e.into()),
-            }
-        });
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             self.schema.clone(),
-            stream,
+            self.partition_stream(units, partition, batch_size),
         )))
     }
 
@@ -557,17 +538,7 @@ impl ExecutionPlan for ZarrScanExec {
             Some(p) => self.partition_rows.get(p).copied().unwrap_or(Some(0)),
             None => self.total_rows,
         };
-        // The UTF-32 filters drop rows: the count is then an upper bound, never exact (an
-        // exact count would let DataFusion answer `count(*)` without the filter).
-        let rows = rows
-            .and_then(|r| usize::try_from(r).ok())
-            .map_or(Precision::Absent, |r| match self.raw_filters.is_empty() {
-                true => Precision::Exact(r),
-                false => Precision::Inexact(r),
-            });
-        Ok(Arc::new(
-            Statistics::new_unknown(&self.schema).with_num_rows(rows),
-        ))
+        Ok(Arc::new(self.row_statistics(rows)))
     }
 
     fn fetch(&self) -> Option<usize> {
@@ -603,22 +574,8 @@ impl ExecutionPlan for ZarrScanExec {
                     .with_updated_node(Arc::new(node) as Arc<dyn ExecutionPlan>),
             );
         }
-        let mut raw: Vec<RawFilter> = self.raw_filters.as_ref().clone();
-        let mut answers = Vec::with_capacity(parents.len());
-        for parent in &parents {
-            let filter = ScanFilter::from_physical(Arc::clone(&parent.filter));
-            let claimed = RawFilter::parse(&self.model, &filter)
-                .filter(|r| self.projection.contains(&r.column));
-            answers.push(match claimed {
-                Some(r) => {
-                    if !raw.iter().any(|x| x.same_as(&r)) {
-                        raw.push(r);
-                    }
-                    PushedDown::Yes
-                }
-                None => PushedDown::No,
-            });
-        }
+        let filters: Vec<&Arc<dyn PhysicalExpr>> = parents.iter().map(|p| &p.filter).collect();
+        let (answers, raw) = self.claim_filters(&filters, true);
         let result = FilterPushdownPropagation::with_parent_pushdown_result(answers);
         if raw.len() == self.raw_filters.len()
             && !result.filters.iter().any(|p| matches!(p, PushedDown::Yes))
@@ -631,6 +588,72 @@ impl ExecutionPlan for ZarrScanExec {
 }
 
 impl ZarrScanExec {
+    /// For each of `filters`, whether this scan evaluates it exactly on UTF-32 code units, and
+    /// the scan's UTF-32 filters after it: with `add`, a string predicate on a projected column
+    /// that the scan does not evaluate yet is added and claimed; without, only those it already
+    /// evaluates are claimed.
+    fn claim_filters(
+        &self,
+        filters: &[&Arc<dyn PhysicalExpr>],
+        add: bool,
+    ) -> (Vec<PushedDown>, Vec<RawFilter>) {
+        let mut raw: Vec<RawFilter> = self.raw_filters.as_ref().clone();
+        let mut answers = Vec::with_capacity(filters.len());
+        for filter in filters {
+            let filter = ScanFilter::from_physical(Arc::clone(filter));
+            let claimed = RawFilter::parse(&self.model, &filter)
+                .filter(|r| self.projection.contains(&r.column));
+            answers.push(match claimed {
+                Some(r) if raw.iter().any(|x| x.same_as(&r)) => PushedDown::Yes,
+                Some(r) if add => {
+                    raw.push(r);
+                    PushedDown::Yes
+                }
+                _ => PushedDown::No,
+            });
+        }
+        (answers, raw)
+    }
+
+    /// Which of `filters` this scan already evaluates exactly on UTF-32 code units.
+    fn claimed_filters(&self, filters: &[Arc<dyn PhysicalExpr>]) -> Vec<PushedDown> {
+        let filters: Vec<&Arc<dyn PhysicalExpr>> = filters.iter().collect();
+        self.claim_filters(&filters, false).0
+    }
+
+    /// The statistics of `rows` rows of this scan (all, or one partition's): unknown when not
+    /// counted (see `MAX_PLANNED_UNITS`), and only an upper bound when UTF-32 filters drop rows
+    /// (an exact count would let DataFusion answer `count(*)` without the filter).
+    fn row_statistics(&self, rows: Option<u64>) -> Statistics {
+        let rows = rows
+            .and_then(|r| usize::try_from(r).ok())
+            .map_or(Precision::Absent, |r| match self.raw_filters.is_empty() {
+                true => Precision::Exact(r),
+                false => Precision::Inexact(r),
+            });
+        Statistics::new_unknown(&self.schema).with_num_rows(rows)
+    }
+
+    /// The batches of the units `runs`, counted in the metrics of partition `partition`.
+    fn partition_stream(
+        &self,
+        runs: Vec<Range<u64>>,
+        partition: usize,
+        batch_size: usize,
+    ) -> BoxStream<'static, DFResult<RecordBatch>> {
+        let units = Box::new(runs.into_iter().flatten());
+        let metrics = self.partition_metrics(partition);
+        let scan = PartitionScan::new(self.spec(), units, batch_size, metrics);
+        futures::stream::try_unfold(scan, |mut scan| async move {
+            match scan.next_batch().await {
+                Ok(Some(batch)) => Ok(Some((batch, scan))),
+                Ok(None) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        })
+        .boxed()
+    }
+
     /// What every partition (or lane) of this scan shares.
     fn spec(&self) -> ScanSpec {
         ScanSpec {
