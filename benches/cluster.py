@@ -3,14 +3,17 @@
 `ballista` feature) single-node and through a scheduler and two executors on 127.0.0.1 (one
 task slot each, so the cluster has the machine's cores, as single-node has), alternating in
 one run: the scan bench's query, the full scan (every string transcoded) and the export, each
-ZARR_BENCH_RUNS times (default 5) per side. Prints medians, every run and cluster / local.
+ZARR_BENCH_RUNS times (default 5) per side, the queries with `-p` = the cores on both sides (so
+a scan is two tasks on the cluster, one per executor); the export with its defaults (the cores
+locally, one task on the cluster) and again with `-p` = the cores. Prints medians, every run
+and cluster / local.
 
     cargo build --release --features zarr-sql/ballista
     python3 benches/cluster.py target/release/zarr-sql [STORE]
 
 STORE defaults to benches/data/strings_20m.zarr (`python3 benches/peer/make_store.py`).
 ZARR_BENCH_SLOTS (default 1) sets each executor's task slots: Ballista runs an executor's tasks
-on a runtime of that many threads, so a single-task scan uses that many cores.
+on a runtime of that many threads.
 The processes are stopped when the script ends; their logs go to a temporary directory.
 """
 import os
@@ -79,7 +82,12 @@ def main() -> None:
             name: lambda remote, sql=sql: [binary, store, "-q", "-p", str(cores), "-c", sql] + remote
             for name, sql in QUERIES.items()
         }
+        # The export's defaults: the cores locally, one task on the cluster (its file is
+        # written by one task); then the scan divided among `cores` tasks on both sides.
         commands["export"] = lambda remote: [
+            binary, "export", store, str(logs / "out.parquet"), "--quiet"
+        ] + remote
+        commands[f"export -p {cores}"] = lambda remote: [
             binary, "export", store, str(logs / "out.parquet"), "--quiet", "-p", str(cores)
         ] + remote
         slots = os.environ.get("ZARR_BENCH_SLOTS", "1")

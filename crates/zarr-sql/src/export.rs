@@ -57,7 +57,8 @@ pub struct ExportArgs {
     /// Show progress even when stderr is not a terminal (then as plain lines).
     #[arg(long, conflicts_with = "quiet")]
     progress: bool,
-    /// Number of partitions (threads).
+    /// Number of partitions (threads); with --scheduler, the tasks the scan is divided among
+    /// (default 1: the whole export in one task, see docs/scaling.md).
     #[arg(short = 'p', long)]
     partitions: Option<usize>,
     /// Run the export on the Ballista cluster of this scheduler (df://HOST:PORT): an executor
@@ -73,7 +74,14 @@ fn quote(name: &str) -> String {
 
 /// Runs the export.
 pub async fn run(args: ExportArgs) -> Result<()> {
-    let ctx = session_on(args.scheduler.as_deref(), args.partitions, None).await?;
+    // On a cluster the file is written by one task; a scan divided among several would send
+    // every row through Ballista's shuffle to it (1.55x single-node against 1.0-1.1x in one
+    // task, docs/scaling.md), so one partition unless -p says otherwise.
+    let scan_partitions = match (&args.scheduler, args.partitions) {
+        (Some(_), None) => Some(1),
+        (_, p) => p,
+    };
+    let ctx = session_on(args.scheduler.as_deref(), scan_partitions, None).await?;
     let mut options = ZarrOptions {
         path: args.path.clone(),
         ..ZarrOptions::default()
@@ -90,7 +98,8 @@ pub async fn run(args: ExportArgs) -> Result<()> {
         compression: args.compression,
         compression_level: args.compression_level,
         row_group_size: args.row_group_size,
-        parallelism: Some(ctx.copied_config().target_partitions()),
+        // Row groups encoded at once: -p, or the cores.
+        parallelism: args.partitions,
         ..ParquetExport::for_table(&table)
     };
     let order = table.row_order();
