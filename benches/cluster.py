@@ -14,9 +14,11 @@ and cluster / local.
 STORE defaults to benches/data/strings_20m.zarr (`python3 benches/peer/make_store.py`).
 ZARR_BENCH_SLOTS (default 1) sets each executor's task slots: Ballista runs an executor's tasks
 on a runtime of that many threads.
-The processes are stopped when the script ends; their logs go to a temporary directory.
+The processes are stopped when the script ends; their logs stay in a temporary directory (the
+shuffle files and the exported file are removed).
 """
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -58,7 +60,7 @@ def start_cluster(binary: str, logs: Path) -> tuple[str, list[subprocess.Popen]]
             [binary, "executor", "--scheduler", scheduler,
              "--bind", f"127.0.0.1:{free_port()}",
              "--concurrent-tasks", os.environ.get("ZARR_BENCH_SLOTS", "1"),
-             "--work-dir", str(logs)],
+             "--work-dir", str(logs / "work")],
             stdout=subprocess.DEVNULL, stderr=open(log, "w")))
     deadline = time.time() + 60
     while not all("Starting poll work loop" in log.read_text() for log in executor_logs):
@@ -75,6 +77,7 @@ def main() -> None:
     store = sys.argv[2] if len(sys.argv) > 2 else str(ROOT / "benches/data/strings_20m.zarr")
     runs = int(os.environ.get("ZARR_BENCH_RUNS", "5"))
     logs = Path(tempfile.mkdtemp(prefix="zarr-cluster-"))
+    (logs / "work").mkdir()
     url, children = start_cluster(binary, logs)
     cores = os.cpu_count()
     try:
@@ -109,6 +112,9 @@ def main() -> None:
             child.terminate()
         for child in children:
             child.wait()
+        # Shuffle files and the exported file: gigabytes per run.
+        shutil.rmtree(logs / "work", ignore_errors=True)
+        (logs / "out.parquet").unlink(missing_ok=True)
         print(f"logs in {logs}")
 
 
