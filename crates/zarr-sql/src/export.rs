@@ -127,7 +127,7 @@ pub async fn run(args: ExportArgs) -> Result<()> {
     let df = ctx.sql(&sql).await?;
 
     let start = Instant::now();
-    let display = Display::start(&args, progress.clone());
+    let display = Display::start(&args, progress.clone(), args.scheduler.is_some());
     // Absolute, as this process sees it: on a cluster an executor writes the file.
     let output = std::path::absolute(&args.output).map_err(|e| {
         datafusion::error::DataFusionError::Plan(format!("{}: {e}", args.output.display()))
@@ -146,6 +146,8 @@ pub async fn run(args: ExportArgs) -> Result<()> {
 }
 
 /// The progress display: an indicatif bar on a terminal, plain lines when forced elsewhere.
+/// On a cluster the scan's progress stays in the executors: a spinner with the elapsed time,
+/// or one plain line saying so.
 struct Display {
     bar: Option<ProgressBar>,
     ticker: Option<tokio::task::JoinHandle<()>>,
@@ -154,24 +156,38 @@ struct Display {
 }
 
 impl Display {
-    fn start(args: &ExportArgs, progress: Arc<ProgressCounter>) -> Self {
+    fn start(args: &ExportArgs, progress: Arc<ProgressCounter>, on_cluster: bool) -> Self {
         let terminal = std::io::stderr().is_terminal();
         let show = !args.quiet && (terminal || args.progress);
+        let mut display = Self {
+            bar: None,
+            ticker: None,
+            progress,
+            plain: false,
+        };
         if !show {
-            return Self {
-                bar: None,
-                ticker: None,
-                progress,
-                plain: false,
-            };
+            return display;
+        }
+        if on_cluster {
+            let message = "the export runs on the cluster; its progress stays in the executors";
+            match terminal {
+                true => {
+                    let bar = ProgressBar::new_spinner();
+                    bar.set_style(
+                        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+                            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                    );
+                    bar.set_message(message);
+                    bar.enable_steady_tick(Duration::from_millis(100));
+                    display.bar = Some(bar);
+                }
+                false => eprintln!("progress: {message}"),
+            }
+            return display;
         }
         if !terminal {
-            return Self {
-                bar: None,
-                ticker: None,
-                progress,
-                plain: true,
-            };
+            display.plain = true;
+            return display;
         }
         let bar = ProgressBar::new(0);
         bar.set_style(
@@ -181,19 +197,15 @@ impl Display {
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         let ticker_bar = bar.clone();
-        let ticker_progress = progress.clone();
-        let ticker = tokio::spawn(async move {
+        let ticker_progress = display.progress.clone();
+        display.ticker = Some(tokio::spawn(async move {
             loop {
                 update(&ticker_bar, &ticker_progress);
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-        });
-        Self {
-            bar: Some(bar),
-            ticker: Some(ticker),
-            progress,
-            plain: false,
-        }
+        }));
+        display.bar = Some(bar);
+        display
     }
 
     fn finish(self, ok: bool) {
@@ -201,8 +213,19 @@ impl Display {
             t.abort();
         }
         if let Some(bar) = &self.bar {
-            update(bar, &self.progress);
-            if ok { bar.finish() } else { bar.abandon() }
+            if self.ticker.is_some() {
+                update(bar, &self.progress);
+            }
+            if ok {
+                bar.finish()
+            } else {
+                bar.abandon()
+            }
+            // indicatif leaves the cursor after the bar's last frame: what follows starts on
+            // a line of its own.
+            if !bar.is_hidden() {
+                eprintln!();
+            }
         }
         if self.plain {
             let p = self.progress.snapshot();

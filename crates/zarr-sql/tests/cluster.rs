@@ -268,6 +268,31 @@ fn an_export_of_the_large_case_equals_the_local_export() {
     assert!(local.schema().metadata().contains_key("zarr.store"));
 }
 
+#[test]
+fn a_cluster_export_says_where_its_progress_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.parquet").display().to_string();
+    let store = corpus_store("12_group_table_cities");
+    let args = [
+        "export",
+        &store,
+        &out,
+        "--progress",
+        "--scheduler",
+        &cluster().url,
+    ];
+    let done = zarr_sql(&args);
+    assert!(done.status.success(), "{}", stderr(&done));
+    let e = stderr(&done);
+    // Not a count that stays at zero: the scan's progress is in the executors.
+    assert!(
+        e.contains("progress: the export runs on the cluster; its progress stays in the executors"),
+        "{e}"
+    );
+    assert!(!e.contains("0/0 rows"), "{e}");
+    assert!(e.contains("Exported "), "{e}");
+}
+
 /// The values of `key=` in the plan lines of Zarr scans (`ZarrScanExec` locally, a
 /// `DataSourceExec` of `file_type=zarr` on the cluster).
 fn scan_fields(plan: &str, key: &str) -> Vec<String> {
