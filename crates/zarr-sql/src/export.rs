@@ -1,6 +1,6 @@
-//! `zarr-sql export LOCATION OUT.parquet`: the same as `COPY (SELECT …) TO 'OUT.parquet'`,
-//! through DataFusion's Parquet writer, with the source's Zarr metadata in the file footer,
-//! atomic replacement of the target, and a progress bar.
+//! `zarr-sql export LOCATION OUT.parquet`: the rows of `COPY (SELECT …) TO 'OUT.parquet'`,
+//! written by our Parquet writer (DataFusion's on a cluster), with the source's Zarr metadata
+//! in the file footer, atomic replacement of the target, and a progress bar.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use datafusion::error::Result;
-use datafusion_zarr::export::{Compression, ParquetExport, write_parquet};
+use datafusion_zarr::export::{Compression, ParquetExport, write_parquet, write_parquet_with_sink};
 use datafusion_zarr::{ProgressCounter, ZarrOptions, ZarrTable};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -132,7 +132,12 @@ pub async fn run(args: ExportArgs) -> Result<()> {
     let output = std::path::absolute(&args.output).map_err(|e| {
         datafusion::error::DataFusionError::Plan(format!("{}: {e}", args.output.display()))
     })?;
-    let result = write_parquet(df, &output, &export).await;
+    // On a cluster an executor writes the file (DataFusion's sink, run by Ballista); here our
+    // writer does.
+    let result = match args.scheduler {
+        Some(_) => write_parquet_with_sink(df, &output, &export).await,
+        None => write_parquet(df, &output, &export).await,
+    };
     display.finish(result.is_ok());
     let rows = result?;
     if !args.quiet {

@@ -1,6 +1,8 @@
-//! Safe Parquet output: a thin layer over DataFusion's Parquet writer that writes to a
-//! temporary file beside the target and renames it into place only when complete, so a failed
-//! or cancelled export leaves no partial file and never damages an existing one.
+//! Parquet export: the options, a temporary file beside the target renamed into place only
+//! when complete (so a failed or cancelled export leaves no partial file and never damages an
+//! existing one), and the writer: our own row-group pipeline with a dictionary encoder for
+//! strings ([`write_parquet`]; `writer.rs`, `dictionary.rs`), or DataFusion's Parquet sink
+//! where the session must write the file itself, as on a cluster ([`write_parquet_with_sink`]).
 //!
 //! ```no_run
 //! # async fn demo() -> datafusion::error::Result<()> {
@@ -18,12 +20,18 @@
 //! # Ok(()) }
 //! ```
 
+mod compress;
+mod dictionary;
+mod rle;
+mod writer;
+
 use std::path::{Path, PathBuf};
 
 use datafusion::common::config::{ParquetOptions, TableParquetOptions};
 use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::DataFrame;
+use parquet::file::properties::WriterPropertiesBuilder;
 
 use crate::ZarrTable;
 
@@ -301,9 +309,32 @@ impl Drop for AtomicTarget {
     }
 }
 
-/// Writes `df` to the Parquet file `target` with DataFusion's writer, atomically. Returns the
-/// number of rows written.
+/// Writes `df` to the Parquet file `target`, atomically, in the order of its rows, and returns
+/// the number of rows written. The plan runs in this process and streams its rows to our
+/// writer (`writer.rs`): row groups encoded in parallel, strings by our dictionary encoder.
 pub async fn write_parquet(df: DataFrame, target: &Path, export: &ParquetExport) -> Result<u64> {
+    let atomic = AtomicTarget::new(target)?;
+    let mut options = export.writer_options()?;
+    let stream = df.execute_stream().await?;
+    // As DataFusion's sink does: the Arrow schema in the footer, so readers get the types back.
+    options.arrow_schema(&stream.schema());
+    let props = WriterPropertiesBuilder::try_from(&options)?.build();
+    let file = std::fs::File::create(atomic.temp_path()).map_err(|e| {
+        DataFusionError::Execution(format!("cannot write {}: {e}", target.display()))
+    })?;
+    let rows = writer::write_stream(stream, file, props, export.parallelism()).await?;
+    atomic.commit()?;
+    Ok(rows)
+}
+
+/// Writes `df` to the Parquet file `target` with DataFusion's Parquet sink, atomically, and
+/// returns the number of rows written. The session runs the sink where it runs plans: on a
+/// Ballista cluster an executor writes the file, so `target` must be on storage it shares.
+pub async fn write_parquet_with_sink(
+    df: DataFrame,
+    target: &Path,
+    export: &ParquetExport,
+) -> Result<u64> {
     let atomic = AtomicTarget::new(target)?;
     let temp = atomic.temp_path().to_string_lossy().to_string();
     let mut options = export.writer_options()?;

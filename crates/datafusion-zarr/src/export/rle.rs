@@ -1,0 +1,176 @@
+//! Parquet's RLE / bit-packing hybrid encoding of small unsigned integers (dictionary keys and
+//! definition levels), for [`super::dictionary`]. Written here because parquet-rs keeps its
+//! encoder private (its `encodings` module is public only with the `experimental` feature,
+//! which also builds the Variant crates); the format is a page of the Parquet specification
+//! (Encodings.md, "Run Length Encoding / Bit-Packing Hybrid").
+
+/// Values repeated at least this many times in a row become a run (parquet-rs's threshold).
+const MIN_RUN: usize = 8;
+
+/// The bits needed to store every value up to `max` (at least 1, which every reader accepts).
+pub(super) fn bit_width(max: u32) -> u8 {
+    (32 - max.leading_zeros()).max(1) as u8
+}
+
+/// Appends `values`, each below `2^bit_width`, to `out` in the hybrid encoding: runs of at least
+/// [`MIN_RUN`] equal values as RLE runs, the rest bit-packed in groups of 8 (the last group
+/// padded with zeros, which readers ignore past the page's value count).
+pub(super) fn encode(values: &[u32], bit_width: u8, out: &mut Vec<u8>) {
+    let mut literal_start = 0;
+    let mut i = 0;
+    while i < values.len() {
+        let value = values[i];
+        let mut end = i + 1;
+        while end < values.len() && values[end] == value {
+            end += 1;
+        }
+        // A bit-packed stretch must hold a multiple of 8 values: the first `pad` repeats
+        // complete the literals before this run.
+        let pad = (MIN_RUN - (i - literal_start) % MIN_RUN) % MIN_RUN;
+        if end - i >= pad + MIN_RUN {
+            bit_pack(&values[literal_start..i + pad], bit_width, out);
+            run(value, end - i - pad, bit_width, out);
+            literal_start = end;
+        }
+        i = end;
+    }
+    bit_pack(&values[literal_start..], bit_width, out);
+}
+
+/// An RLE run: the header `count << 1`, then the value in `ceil(bit_width / 8)` bytes.
+fn run(value: u32, count: usize, bit_width: u8, out: &mut Vec<u8>) {
+    uleb128((count as u64) << 1, out);
+    let bytes = usize::from(bit_width).div_ceil(8);
+    out.extend_from_slice(&value.to_le_bytes()[..bytes]);
+}
+
+/// A bit-packed stretch: the header `groups << 1 | 1`, then the values packed least
+/// significant bit first, `bit_width` bytes per group of 8.
+fn bit_pack(values: &[u32], bit_width: u8, out: &mut Vec<u8>) {
+    if values.is_empty() {
+        return;
+    }
+    let groups = values.len().div_ceil(MIN_RUN);
+    uleb128(((groups as u64) << 1) | 1, out);
+    out.reserve(groups * usize::from(bit_width));
+    let mut bits: u64 = 0;
+    let mut held: u32 = 0;
+    let padding = groups * MIN_RUN - values.len();
+    for &value in values.iter().chain(std::iter::repeat_n(&0, padding)) {
+        bits |= u64::from(value) << held;
+        held += u32::from(bit_width);
+        while held >= 8 {
+            out.push(bits as u8);
+            bits >>= 8;
+            held -= 8;
+        }
+    }
+}
+
+/// Unsigned LEB128, the hybrid encoding's header format.
+fn uleb128(mut value: u64, out: &mut Vec<u8>) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A decoder written from the specification, independent of the encoder's structure.
+    fn decode(mut data: &[u8], bit_width: u8, count: usize) -> Vec<u32> {
+        let mut out = Vec::new();
+        let read_uleb = |data: &mut &[u8]| {
+            let (mut value, mut shift) = (0u64, 0);
+            loop {
+                let byte = data[0];
+                *data = &data[1..];
+                value |= u64::from(byte & 0x7f) << shift;
+                shift += 7;
+                if byte < 0x80 {
+                    return value;
+                }
+            }
+        };
+        while out.len() < count {
+            let header = read_uleb(&mut data);
+            if header & 1 == 0 {
+                let bytes = usize::from(bit_width).div_ceil(8);
+                let mut le = [0u8; 4];
+                le[..bytes].copy_from_slice(&data[..bytes]);
+                data = &data[bytes..];
+                out.extend(std::iter::repeat_n(
+                    u32::from_le_bytes(le),
+                    (header >> 1) as usize,
+                ));
+            } else {
+                let n = (header >> 1) as usize * 8;
+                for j in 0..n {
+                    let mut value = 0u32;
+                    for b in 0..usize::from(bit_width) {
+                        let bit = j * usize::from(bit_width) + b;
+                        value |= u32::from((data[bit / 8] >> (bit % 8)) & 1) << b;
+                    }
+                    out.push(value);
+                }
+                data = &data[n * usize::from(bit_width) / 8..];
+            }
+        }
+        assert!(data.is_empty(), "{} bytes left over", data.len());
+        out.truncate(count);
+        out
+    }
+
+    fn round_trip(values: &[u32]) -> Vec<u8> {
+        let width = bit_width(values.iter().copied().max().unwrap_or(0));
+        let mut out = Vec::new();
+        encode(values, width, &mut out);
+        assert_eq!(decode(&out, width, values.len()), values);
+        out
+    }
+
+    #[test]
+    fn runs_and_literals_round_trip() {
+        assert_eq!(bit_width(0), 1);
+        assert_eq!(bit_width(1), 1);
+        assert_eq!(bit_width(255), 8);
+        assert_eq!(bit_width(256), 9);
+        assert_eq!(bit_width(u32::MAX), 32);
+        round_trip(&[]);
+        round_trip(&[5]);
+        round_trip(&[1, 2, 3]);
+        // A run after 3 literals: 5 of its values pad the literals to 8, 20 stay a run.
+        let mut v = vec![1, 2, 3];
+        v.extend([9; 25]);
+        v.extend([4, 4, 7]);
+        let bytes = round_trip(&v);
+        // header + 1 group of 4 bits, header + 1 byte value, header + 1 group.
+        assert_eq!(bytes.len(), 1 + 4 + 1 + 1 + 1 + 4);
+        // Too short a run after literals stays bit-packed.
+        round_trip(&[1, 2, 3, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 3]);
+        round_trip(&[u32::MAX, 0, u32::MAX, u32::MAX]);
+        round_trip(&[0; 1000]);
+        assert_eq!(round_trip(&[1; 1000]).len(), 2 + 1);
+    }
+
+    #[test]
+    fn pseudo_random_values_round_trip() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for width in [1u32, 3, 7, 8, 13, 16, 17, 24, 31] {
+            let values: Vec<u32> = (0..5000)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    // Runs of random lengths, so both kinds of stretch occur.
+                    (state % (1 << width)) as u32
+                        & if state.is_multiple_of(5) { 0 } else { u32::MAX }
+                })
+                .collect();
+            round_trip(&values);
+        }
+    }
+}

@@ -1,0 +1,362 @@
+//! The export's Parquet writer (`write_parquet`: our row-group pipeline and string dictionary
+//! encoder) against parquet-rs's `ArrowWriter` given the same rows and settings: the same
+//! values and types read back, the same chunk statistics, a column index whose every page's
+//! min, max and null count are those of the page's rows, a dictionary where parquet-rs has one,
+//! and files of about the same size; for every codec, every string type, nulls, all-null
+//! pages, strings too long for untruncated statistics, and dictionaries over the size limit.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, Int64Array, LargeStringArray, RecordBatch, StringArray,
+    StringViewArray, UInt64Array,
+};
+use arrow::compute::concat_batches;
+use arrow::datatypes::{DataType, Field, Schema};
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion_zarr::export::{Compression, ParquetExport, write_parquet};
+use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::basic::Encoding;
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
+use parquet::file::page_index::column_index::ColumnIndexMetaData;
+use parquet::file::properties::WriterPropertiesBuilder;
+use parquet::file::statistics::Statistics;
+
+/// A deterministic generator (xorshift), so failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// `n` labels drawn from a skewed vocabulary of `distinct` strings (ASCII, accented, CJK,
+/// emoji, empty), with runs of repeats and, when `null_every` > 0, nulls (whole pages of them
+/// from row 30,000 to 55,000).
+fn labels(rng: &mut Rng, n: usize, distinct: u64, null_every: u64) -> Vec<Option<String>> {
+    let words = [
+        "",
+        "berlin",
+        "Zürich",
+        "東京",
+        "🚀 launch",
+        "a",
+        "station-",
+        "ÿ",
+        "zz",
+    ];
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let r = rng.next();
+        let pick = (r % distinct).min(r % (distinct / 4 + 1)) + (r >> 60) % 3;
+        let value = format!("{}{}", words[(pick % 9) as usize], pick / 9);
+        let repeat = if r.is_multiple_of(17) {
+            1 + (r >> 32) % 40
+        } else {
+            1
+        };
+        for _ in 0..repeat {
+            let row = out.len() as u64;
+            let null = null_every > 0 && ((30_000..55_000).contains(&row) || row % null_every == 3);
+            out.push((!null).then(|| value.clone()));
+        }
+    }
+    out.truncate(n);
+    out
+}
+
+/// Batches of `batch` rows: an index, a nullable label column of `string_type`, a non-null
+/// label column, a column with strings over 64 bytes, and a high-cardinality column.
+fn batches(string_type: &DataType, rows: usize, batch: usize) -> Vec<RecordBatch> {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let nullable = labels(&mut rng, rows, 5_000, 11);
+    let plain = labels(&mut rng, rows, 300, 0);
+    let long: Vec<Option<String>> = labels(&mut rng, rows, 50, 0)
+        .into_iter()
+        .map(|v| v.map(|s| format!("{s}{}", "ü".repeat(40))))
+        .collect();
+    let unique: Vec<Option<String>> = (0..rows)
+        .map(|i| Some(format!("{:016x}-{i}", rng.next())))
+        .collect();
+    let as_array = |values: &[Option<String>]| -> ArrayRef {
+        let it = values.iter().map(|v| v.as_deref());
+        match string_type {
+            DataType::Utf8 => Arc::new(it.collect::<StringArray>()),
+            DataType::LargeUtf8 => Arc::new(it.collect::<LargeStringArray>()),
+            DataType::Utf8View => Arc::new(it.collect::<StringViewArray>()),
+            other => panic!("{other}"),
+        }
+    };
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("i", DataType::UInt64, false),
+        Field::new("label", string_type.clone(), true),
+        Field::new("code", string_type.clone(), false),
+        Field::new("long", string_type.clone(), false),
+        Field::new("unique", string_type.clone(), false),
+        Field::new("n", DataType::Int64, true),
+    ]));
+    (0..rows)
+        .step_by(batch)
+        .map(|start| {
+            let end = (start + batch).min(rows);
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(UInt64Array::from_iter_values(start as u64..end as u64)),
+                as_array(&nullable[start..end]),
+                as_array(&plain[start..end]),
+                as_array(&long[start..end]),
+                as_array(&unique[start..end]),
+                Arc::new(Int64Array::from_iter(
+                    (start..end).map(|i| (i % 7 != 0).then_some(i as i64 * 3)),
+                )),
+            ];
+            RecordBatch::try_new(schema.clone(), columns).unwrap()
+        })
+        .collect()
+}
+
+fn read(path: &Path) -> (RecordBatch, ParquetMetaData) {
+    let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new_with_options(File::open(path).unwrap(), options)
+            .unwrap();
+    let metadata = builder.metadata().as_ref().clone();
+    let schema = builder.schema().clone();
+    let batches: Vec<RecordBatch> = builder.build().unwrap().map(|b| b.unwrap()).collect();
+    (concat_batches(&schema, &batches).unwrap(), metadata)
+}
+
+/// Writes `input` with `write_parquet` and with parquet-rs's `ArrowWriter` (the same
+/// properties), and returns both files' rows and metadata.
+async fn write_both(
+    input: &[RecordBatch],
+    export: &ParquetExport,
+    dir: &Path,
+) -> [(RecordBatch, ParquetMetaData, u64); 2] {
+    let ours = dir.join("ours.parquet");
+    // One partition: DataFusion would otherwise deal the batches out to several and interleave
+    // them (an export keeps its order through the ordered scan instead).
+    let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(1));
+    let df = ctx.read_batches(input.to_vec()).unwrap();
+    let rows = write_parquet(df, &ours, export).await.unwrap();
+    let total: usize = input.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(rows, total as u64);
+
+    let reference = dir.join("parquet-rs.parquet");
+    let schema = input[0].schema();
+    let mut options = export.writer_options().unwrap();
+    options.arrow_schema(&schema);
+    let props = WriterPropertiesBuilder::try_from(&options).unwrap().build();
+    let mut writer =
+        ArrowWriter::try_new(File::create(&reference).unwrap(), schema, Some(props)).unwrap();
+    for batch in input {
+        writer.write(batch).unwrap();
+    }
+    writer.close().unwrap();
+    [ours, reference].map(|p| {
+        let (rows, metadata) = read(&p);
+        (rows, metadata, std::fs::metadata(&p).unwrap().len())
+    })
+}
+
+fn bytes_of(stats: &Statistics) -> (Option<Vec<u8>>, Option<Vec<u8>>, Option<u64>) {
+    (
+        stats.min_bytes_opt().map(<[u8]>::to_vec),
+        stats.max_bytes_opt().map(<[u8]>::to_vec),
+        stats.null_count_opt(),
+    )
+}
+
+/// Checks every page of every column in the column index against the rows it covers.
+fn check_column_index(rows: &RecordBatch, metadata: &ParquetMetaData) {
+    let column_index = metadata.column_index().expect("a column index");
+    let offset_index = metadata.offset_index().expect("an offset index");
+    let mut first_row = 0;
+    for (g, group) in metadata.row_groups().iter().enumerate() {
+        for (c, column) in rows.columns().iter().enumerate() {
+            if !matches!(
+                column.data_type(),
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+            ) {
+                continue;
+            }
+            let ColumnIndexMetaData::BYTE_ARRAY(index) = &column_index[g][c] else {
+                panic!("row group {g} column {c}: {:?}", column_index[g][c]);
+            };
+            let pages = offset_index[g][c].page_locations();
+            for (p, page) in pages.iter().enumerate() {
+                let start = first_row + page.first_row_index as usize;
+                let end = first_row
+                    + pages
+                        .get(p + 1)
+                        .map_or(group.num_rows() as usize, |n| n.first_row_index as usize);
+                let values =
+                    arrow::compute::cast(&column.slice(start, end - start), &DataType::Utf8)
+                        .unwrap();
+                let values = values.as_string::<i32>();
+                let present: Vec<&[u8]> = values.iter().flatten().map(str::as_bytes).collect();
+                let nulls = values.null_count() as i64;
+                assert_eq!(index.null_count(p), Some(nulls), "rg {g} col {c} page {p}");
+                if present.is_empty() {
+                    assert!(index.is_null_page(p));
+                    continue;
+                }
+                let (min, max) = (present.iter().min(), present.iter().max());
+                let truncated = max.is_some_and(|m| m.len() > 64);
+                if !truncated {
+                    assert_eq!(index.min_value(p), min.copied(), "rg {g} col {c} page {p}");
+                    assert_eq!(index.max_value(p), max.copied(), "rg {g} col {c} page {p}");
+                }
+            }
+        }
+        first_row += group.num_rows() as usize;
+    }
+}
+
+async fn compare(string_type: DataType, compression: Compression, rows: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let input = batches(&string_type, rows, 8192);
+    let export = ParquetExport {
+        compression,
+        row_group_size: Some(100_000),
+        delta_encoded: vec!["i".into()],
+        metadata: vec![("zarr.store".into(), "test".into())],
+        parallelism: Some(3),
+        ..ParquetExport::default()
+    };
+    let [
+        (ours, ours_meta, ours_size),
+        (theirs, theirs_meta, theirs_size),
+    ] = write_both(&input, &export, dir.path()).await;
+    let what = format!("{string_type} {compression:?}");
+    assert_eq!(ours.schema(), theirs.schema(), "{what}");
+    let want = concat_batches(&input[0].schema(), &input).unwrap();
+    for (c, field) in want.schema().fields().iter().enumerate() {
+        for (name, got) in [("ours", &ours), ("parquet-rs", &theirs)] {
+            let (got, want) = (got.column(c), want.column(c));
+            if let Some(row) = (0..want.len()).find(|&r| got.slice(r, 1) != want.slice(r, 1)) {
+                panic!(
+                    "{what}: {name}'s {} differs first at row {row}: {:?} vs {:?}",
+                    field.name(),
+                    got.slice(row, 1),
+                    want.slice(row, 1)
+                );
+            }
+        }
+    }
+    assert_eq!(ours_meta.num_row_groups(), theirs_meta.num_row_groups());
+    let kv = ours_meta.file_metadata().key_value_metadata().unwrap();
+    assert!(kv.iter().any(|e| e.key == "zarr.store"));
+    assert!(kv.iter().any(|e| e.key == "ARROW:schema"));
+    for (g, (a, b)) in ours_meta
+        .row_groups()
+        .iter()
+        .zip(theirs_meta.row_groups())
+        .enumerate()
+    {
+        assert_eq!(a.num_rows(), b.num_rows());
+        for (x, y) in a.columns().iter().zip(b.columns()) {
+            let name = x.column_path().string();
+            let at = format!("{what} row group {g} column {name}");
+            assert_eq!(x.num_values(), y.num_values(), "{at}");
+            assert_eq!(x.compression(), y.compression(), "{at}");
+            assert_eq!(
+                bytes_of(x.statistics().unwrap()),
+                bytes_of(y.statistics().unwrap()),
+                "{at}"
+            );
+            assert_eq!(
+                x.dictionary_page_offset().is_some(),
+                y.dictionary_page_offset().is_some(),
+                "{at}"
+            );
+            let encodings = |c: &parquet::file::metadata::ColumnChunkMetaData| {
+                let mut e: Vec<Encoding> = c.encodings().collect();
+                e.sort_by_key(|e| *e as i32);
+                e
+            };
+            assert_eq!(encodings(x), encodings(y), "{at}");
+            assert_eq!(
+                x.unencoded_byte_array_data_bytes(),
+                y.unencoded_byte_array_data_bytes(),
+                "{at}"
+            );
+            assert_eq!(
+                x.definition_level_histogram(),
+                y.definition_level_histogram(),
+                "{at}"
+            );
+        }
+    }
+    check_column_index(&ours, &ours_meta);
+    // Which encoder wrote a chunk shows in its page boundaries: ours cuts pages at exactly
+    // `data_page_row_count_limit` (20,000) rows, parquet-rs after whole write batches (20,480).
+    // `label` and `code` are ours; `long` (statistics over 64 bytes) and `unique` (a dictionary
+    // over 1 MiB) fell back to parquet-rs.
+    let second_page = |metadata: &ParquetMetaData, column: usize| {
+        metadata.offset_index().unwrap()[0][column].page_locations()[1].first_row_index
+    };
+    for (column, ours_wrote) in [(1, true), (2, true), (3, false), (4, false)] {
+        assert_eq!(
+            second_page(&ours_meta, column) == 20_000,
+            ours_wrote,
+            "{what} {column}"
+        );
+        assert_ne!(second_page(&theirs_meta, column), 20_000);
+    }
+    let ratio = ours_size as f64 / theirs_size as f64;
+    assert!(
+        (0.9..1.05).contains(&ratio),
+        "{what}: {ours_size} vs {theirs_size} bytes"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strings_match_parquet_rs_for_every_codec() {
+    for compression in [
+        Compression::Zstd,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Gzip,
+        Compression::None,
+    ] {
+        compare(DataType::Utf8, compression, 250_000).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_string_type_matches_parquet_rs() {
+    for string_type in [DataType::LargeUtf8, DataType::Utf8View] {
+        compare(string_type, Compression::Zstd, 120_000).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_and_single_row_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = SessionContext::new();
+    let input = batches(&DataType::Utf8, 1, 8192);
+    let out = dir.path().join("one.parquet");
+    let df = ctx.read_batches(input.clone()).unwrap();
+    let rows = write_parquet(df, &out, &ParquetExport::default())
+        .await
+        .unwrap();
+    assert_eq!(rows, 1);
+    assert_eq!(read(&out).0, input[0]);
+
+    let empty = dir.path().join("empty.parquet");
+    let df = ctx.read_batches(input).unwrap().limit(0, Some(0)).unwrap();
+    let rows = write_parquet(df, &empty, &ParquetExport::default())
+        .await
+        .unwrap();
+    assert_eq!(rows, 0);
+    let (rows, metadata) = read(&empty);
+    assert_eq!((rows.num_rows(), metadata.num_row_groups()), (0, 0));
+    assert_eq!(rows.schema().field(1).name(), "label");
+}
