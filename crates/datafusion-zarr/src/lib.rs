@@ -80,6 +80,11 @@ pub fn register(ctx: &SessionContext) {
         state
             .table_factories_mut()
             .insert("ZARR".to_string(), Arc::new(ZarrTableFactory));
+        // COPY … TO 'x.parquet' through the export's writer (export/copy.rs).
+        let parquet = Arc::new(export::ParquetFormatWithZarrWriterFactory::default());
+        if let Err(e) = state.register_file_format(parquet, true) {
+            log::warn!("COPY to Parquet keeps DataFusion's writer: {e}");
+        }
         let has_rule = state
             .physical_optimizers()
             .iter()

@@ -360,3 +360,85 @@ async fn empty_and_single_row_outputs() {
     assert_eq!((rows.num_rows(), metadata.num_row_groups()), (0, 0));
     assert_eq!(rows.schema().field(1).name(), "label");
 }
+
+/// The plan's text (EXPLAIN's physical plan) of `sql`.
+async fn physical_plan(ctx: &SessionContext, sql: &str) -> String {
+    let explained = ctx.sql(&format!("EXPLAIN {sql}")).await.unwrap();
+    let batches = explained.collect().await.unwrap();
+    arrow::util::pretty::pretty_format_batches(&batches)
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_to_one_local_file_goes_through_our_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
+    datafusion_zarr::register(&ctx);
+    let input = batches(&DataType::Utf8, 60_000, 8192);
+    ctx.register_batch("t", concat_batches(&input[0].schema(), &input).unwrap())
+        .unwrap();
+    let want = concat_batches(&input[0].schema(), &input).unwrap();
+
+    // A single file: our sink, the rows in the order asked, that order in the footer.
+    let file = dir.path().join("copy.parquet");
+    let sql = format!(
+        "COPY (SELECT * FROM t ORDER BY i) TO '{}' OPTIONS ('format.max_row_group_size' '25000')",
+        file.display()
+    );
+    let plan = physical_plan(&ctx, &sql).await;
+    assert!(plan.contains("ZarrParquetSink(file="), "{plan}");
+    let done = ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+    let count = done[0]
+        .column(0)
+        .as_primitive::<arrow::datatypes::UInt64Type>();
+    assert_eq!(count.value(0), 60_000);
+    let (rows, metadata) = read(&file);
+    assert_eq!(metadata.num_row_groups(), 3);
+    assert_eq!(rows.columns(), want.columns());
+    let sorting = metadata.row_group(0).sorting_columns().unwrap();
+    assert_eq!(
+        (sorting.len(), sorting[0].column_idx, sorting[0].descending),
+        (1, 0, false)
+    );
+    // Our encoder wrote the strings (see `compare` on page boundaries).
+    let pages = metadata.offset_index().unwrap()[0][2].page_locations();
+    assert_eq!(pages[1].first_row_index, 20_000);
+    // The statement's options reach the writer.
+    assert!(matches!(
+        metadata.row_group(0).column(2).compression(),
+        parquet::basic::Compression::ZSTD(_)
+    ));
+
+    // A directory, or partitioned output: DataFusion's sink, as before.
+    let directory = dir.path().join("parts");
+    let sql = format!("COPY t TO '{}/' STORED AS PARQUET", directory.display());
+    let plan = physical_plan(&ctx, &sql).await;
+    assert!(!plan.contains("ZarrParquetSink"), "{plan}");
+    ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+    let written: usize = std::fs::read_dir(&directory)
+        .unwrap()
+        .map(|f| read(&f.unwrap().path()).0.num_rows())
+        .sum();
+    assert_eq!(written, 60_000);
+
+    // Reading Parquet through the wrapped format is DataFusion's.
+    let sql = format!(
+        "CREATE EXTERNAL TABLE back STORED AS PARQUET LOCATION '{}'",
+        file.display()
+    );
+    ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+    let back = ctx
+        .sql("SELECT count(*), count(label), max(code) FROM back WHERE i >= 100")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let text = arrow::util::pretty::pretty_format_batches(&back)
+        .unwrap()
+        .to_string();
+    let labels =
+        want.column(1).slice(100, 59_900).len() - want.column(1).slice(100, 59_900).null_count();
+    assert!(text.contains(&format!("| 59900    | {labels}")), "{text}");
+}

@@ -21,17 +21,22 @@
 //! ```
 
 mod compress;
+mod copy;
 mod dictionary;
 mod rle;
 mod writer;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use datafusion::common::config::{ParquetOptions, TableParquetOptions};
 use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::physical_plan::{ExecutionPlanProperties, execute_stream};
 use datafusion::prelude::DataFrame;
 use parquet::file::properties::WriterPropertiesBuilder;
+
+pub use copy::{ParquetFormatWithZarrWriter, ParquetFormatWithZarrWriterFactory};
 
 use crate::ZarrTable;
 
@@ -315,10 +320,20 @@ impl Drop for AtomicTarget {
 pub async fn write_parquet(df: DataFrame, target: &Path, export: &ParquetExport) -> Result<u64> {
     let atomic = AtomicTarget::new(target)?;
     let mut options = export.writer_options()?;
-    let stream = df.execute_stream().await?;
-    // As DataFusion's sink does: the Arrow schema in the footer, so readers get the types back.
+    let task = df.task_ctx();
+    let plan = df.create_physical_plan().await?;
+    // As DataFusion's sink does: the rows' order (by plain columns) and the Arrow schema in the
+    // footer, so readers know both.
+    let sorting = match plan.output_partitioning().partition_count() {
+        1 => plan.output_ordering(),
+        _ => None,
+    };
+    let sorting = sorting.and_then(|o| copy::sorting_columns(o, &plan.schema()));
+    let stream = execute_stream(plan, Arc::new(task))?;
     options.arrow_schema(&stream.schema());
-    let props = WriterPropertiesBuilder::try_from(&options)?.build();
+    let props = WriterPropertiesBuilder::try_from(&options)?
+        .set_sorting_columns(sorting)
+        .build();
     let file = std::fs::File::create(atomic.temp_path()).map_err(|e| {
         DataFusionError::Execution(format!("cannot write {}: {e}", target.display()))
     })?;
