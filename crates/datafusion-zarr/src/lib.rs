@@ -71,8 +71,10 @@ pub use progress::{ProgressCounter, ProgressSnapshot, ScanProgress};
 pub use provider::ZarrTable;
 pub use scan::ZarrScanExec;
 
-/// Registers `STORED AS ZARR`, the `read_zarr` table function and the [`OrderedZarrScan`]
-/// physical optimizer rule on `ctx` (registering twice changes nothing).
+/// Registers `STORED AS ZARR`, the `read_zarr` table function, the [`OrderedZarrScan`]
+/// physical optimizer rule and, for the `parquet` extension, DataFusion's Parquet format with
+/// our writer for `COPY` to one local file ([`export::ParquetFormatWithZarrWriterFactory`]) on
+/// `ctx` (registering twice changes nothing).
 pub fn register(ctx: &SessionContext) {
     {
         let state_ref = ctx.state_ref();

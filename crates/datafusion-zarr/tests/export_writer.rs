@@ -38,7 +38,7 @@ impl Rng {
 }
 
 /// `n` labels drawn from a skewed vocabulary of `distinct` strings (ASCII, accented, CJK,
-/// emoji, empty), with runs of repeats and, when `null_every` > 0, nulls (whole pages of them
+/// emoji, empty, long), with runs of repeats and, when `null_every` > 0, nulls (whole pages of them
 /// from row 30,000 to 55,000).
 fn labels(rng: &mut Rng, n: usize, distinct: u64, null_every: u64) -> Vec<Option<String>> {
     let words = [
@@ -50,7 +50,10 @@ fn labels(rng: &mut Rng, n: usize, distinct: u64, null_every: u64) -> Vec<Option
         "a",
         "station-",
         "ÿ",
-        "zz",
+        // Sorts after "a" and its head equals "a"'s: told apart by the full comparison.
+        "a\u{0}",
+        // Over 16 bytes: compared beyond the dictionary's 16-byte heads.
+        "a rather long station name, ",
     ];
     let mut out = Vec::with_capacity(n);
     while out.len() < n {
@@ -400,6 +403,14 @@ async fn copy_to_one_local_file_goes_through_our_writer() {
     assert_eq!(
         (sorting.len(), sorting[0].column_idx, sorting[0].descending),
         (1, 0, false)
+    );
+    // The sort key, an integer, is delta-encoded without a dictionary, as exports write it.
+    let index = metadata.row_group(0).column(0);
+    assert!(index.dictionary_page_offset().is_none());
+    assert!(
+        index
+            .encodings()
+            .any(|e| e == Encoding::DELTA_BINARY_PACKED)
     );
     // Our encoder wrote the strings (see `compare` on page boundaries).
     let pages = metadata.offset_index().unwrap()[0][2].page_locations();

@@ -153,9 +153,15 @@ impl FileFormat for ParquetFormatWithZarrWriter {
         let sorting_columns = order_requirements
             .as_ref()
             .and_then(|r| sorting_columns(&LexOrdering::from(r.clone()), conf.output_schema()));
+        let mut options = options.clone();
+        delta_encode_sorted_integers(
+            &mut options,
+            sorting_columns.as_deref(),
+            conf.output_schema(),
+        );
         let sink = ParquetFileSink {
             schema: conf.output_schema().clone(),
-            options: options.clone(),
+            options,
             path,
             sorting_columns,
         };
@@ -210,6 +216,39 @@ pub(super) fn sorting_columns(
             })
         })
         .collect()
+}
+
+/// Integer sort keys (a Zarr table's index columns, in a COPY that keeps their order) written
+/// as `zarr-sql export` writes them: `DELTA_BINARY_PACKED` without a dictionary, a few bits per
+/// row instead of 8 bytes after a dictionary attempt that cannot succeed. Columns the statement
+/// or session gives an encoding or dictionary setting keep it.
+fn delta_encode_sorted_integers(
+    options: &mut TableParquetOptions,
+    sorting: Option<&[SortingColumn]>,
+    schema: &Schema,
+) {
+    if options.global.encoding.is_some() {
+        return;
+    }
+    for sort in sorting.unwrap_or_default() {
+        let Some(field) = usize::try_from(sort.column_idx)
+            .ok()
+            .and_then(|i| schema.fields().get(i))
+        else {
+            continue;
+        };
+        if !field.data_type().is_integer() {
+            continue;
+        }
+        let column = options
+            .column_specific_options
+            .entry(field.name().clone())
+            .or_default();
+        if column.encoding.is_none() && column.dictionary_enabled.is_none() {
+            column.encoding = Some("delta_binary_packed".into());
+            column.dictionary_enabled = Some(false);
+        }
+    }
 }
 
 /// Writes a COPY's rows to one local Parquet file with our writer, atomically.

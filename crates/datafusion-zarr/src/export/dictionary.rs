@@ -18,7 +18,7 @@
 
 use std::hash::BuildHasher;
 
-use arrow::array::{Array, ArrayRef, AsArray};
+use arrow::array::{Array, ArrayRef, AsArray, GenericStringArray, OffsetSizeTrait};
 use arrow::datatypes::DataType;
 use bytes::Bytes;
 use datafusion::error::{DataFusionError, Result};
@@ -42,6 +42,8 @@ use super::rle;
 pub(super) struct EncodedChunk {
     pub(super) bytes: Bytes,
     pub(super) close: ColumnCloseResult,
+    /// The dictionary's entries (a hint for the next row group's table).
+    pub(super) distinct: usize,
 }
 
 /// Whether [`encode`] may write this column: a top-level string column, dictionary enabled,
@@ -75,23 +77,88 @@ pub(super) fn supported(
 /// value to key.
 struct Dictionary {
     hasher: foldhash::fast::FixedState,
-    table: hashbrown::HashTable<u32>,
+    /// Seeds the hash of values of up to 16 bytes.
+    seed: u64,
+    table: hashbrown::HashTable<Slot>,
     /// The entries' bytes, one after another.
     bytes: Vec<u8>,
     /// `ends[k]..ends[k + 1]` is entry `k`.
     ends: Vec<usize>,
+    /// Entry `k`'s first 16 bytes as a big-endian integer: entries whose heads differ compare
+    /// as these do, without reading the entries.
+    order: Vec<u128>,
     /// The size of the PLAIN dictionary page (a 4-byte length before each entry).
     plain_size: usize,
     limit: usize,
 }
 
+/// A hash table slot: an entry's key, length and first 16 bytes, so that a probe compares
+/// most values (labels are short) in registers, without reading the entry itself.
+#[derive(Clone, Copy)]
+struct Slot {
+    head: [u64; 2],
+    len: u32,
+    key: u32,
+}
+
+/// The first 16 bytes of `value`, zero-padded.
+#[inline]
+fn head(value: &[u8]) -> [u64; 2] {
+    let mut bytes = [0u8; 16];
+    let n = value.len().min(16);
+    bytes[..n].copy_from_slice(&value[..n]);
+    split(u128::from_le_bytes(bytes))
+}
+
+/// The first 16 bytes of `data[start..end]`, zero-padded: one unaligned load when 16 bytes
+/// remain in `data`, masked to the value's length.
+#[inline]
+fn head_in(data: &[u8], start: usize, end: usize) -> [u64; 2] {
+    match data.get(start..start + 16) {
+        Some(sixteen) => {
+            let mut bytes = [0u8; 16];
+            bytes.copy_from_slice(sixteen);
+            let len = end - start;
+            let mask = if len >= 16 {
+                u128::MAX
+            } else {
+                (1u128 << (len * 8)) - 1
+            };
+            split(u128::from_le_bytes(bytes) & mask)
+        }
+        None => head(&data[start..end]),
+    }
+}
+
+fn split(x: u128) -> [u64; 2] {
+    [x as u64, (x >> 64) as u64]
+}
+
+/// The hash of a value from its head and length (values of up to 16 bytes), or of all its
+/// bytes (longer ones).
+#[inline]
+fn hash(hasher: &foldhash::fast::FixedState, seed: u64, head: [u64; 2], value: &[u8]) -> u64 {
+    if value.len() > 16 {
+        return hasher.hash_one(value);
+    }
+    // foldhash's folded multiply over the head and length.
+    let full = u128::from(head[0] ^ seed)
+        * u128::from(head[1] ^ 0x243f_6a88_85a3_08d3 ^ value.len() as u64);
+    (full as u64) ^ ((full >> 64) as u64)
+}
+
 impl Dictionary {
-    fn new(limit: usize) -> Self {
+    fn new(limit: usize, capacity: usize) -> Self {
+        let hasher = foldhash::fast::FixedState::with_seed(0x5a52);
+        let mut ends = Vec::with_capacity(capacity + 1);
+        ends.push(0);
         Self {
-            hasher: foldhash::fast::FixedState::with_seed(0x5a52),
-            table: hashbrown::HashTable::with_capacity(1024),
+            seed: hasher.hash_one(0u8),
+            hasher,
+            table: hashbrown::HashTable::with_capacity(capacity),
             bytes: Vec::new(),
-            ends: vec![0],
+            ends,
+            order: Vec::with_capacity(capacity),
             plain_size: 0,
             limit,
         }
@@ -105,19 +172,40 @@ impl Dictionary {
         entry(&self.bytes, &self.ends, key)
     }
 
-    /// The key of `value`, added if new; `None` once the dictionary page would exceed the
-    /// limit.
+    /// Entries `a` and `b` compared as byte strings (Parquet's order for strings).
     #[inline]
-    fn intern(&mut self, value: &[u8]) -> Option<u32> {
-        let hash = self.hasher.hash_one(value);
-        let (bytes, ends, hasher) = (&self.bytes, &self.ends, &self.hasher);
+    fn compare(&self, a: u32, b: u32) -> std::cmp::Ordering {
+        let (ia, ib) = (a as usize, b as usize);
+        self.order[ia]
+            .cmp(&self.order[ib])
+            .then_with(|| self.entry(a).cmp(self.entry(b)))
+    }
+
+    /// The length of entry `key`.
+    #[inline]
+    fn entry_len(&self, key: u32) -> usize {
+        let k = key as usize;
+        self.ends[k + 1] - self.ends[k]
+    }
+
+    /// The key of `value` (whose first 16 bytes are `value_head`), added if new; `None` once
+    /// the dictionary page would exceed the limit.
+    #[inline]
+    fn intern(&mut self, value: &[u8], value_head: [u64; 2]) -> Option<u32> {
+        let value_hash = hash(&self.hasher, self.seed, value_head, value);
+        let value_len = u32::try_from(value.len()).ok()?;
+        let (bytes, ends, hasher, seed) = (&self.bytes, &self.ends, &self.hasher, self.seed);
         let found = self.table.entry(
-            hash,
-            |&k| entry(bytes, ends, k) == value,
-            |&k| hasher.hash_one(entry(bytes, ends, k)),
+            value_hash,
+            |slot| {
+                slot.head == value_head
+                    && slot.len == value_len
+                    && (value.len() <= 16 || entry(bytes, ends, slot.key)[16..] == value[16..])
+            },
+            |slot| hash(hasher, seed, slot.head, entry(bytes, ends, slot.key)),
         );
         match found {
-            hashbrown::hash_table::Entry::Occupied(o) => Some(*o.get()),
+            hashbrown::hash_table::Entry::Occupied(o) => Some(o.get().key),
             hashbrown::hash_table::Entry::Vacant(v) => {
                 self.plain_size += 4 + value.len();
                 if self.plain_size > self.limit {
@@ -126,7 +214,13 @@ impl Dictionary {
                 let key = u32::try_from(self.ends.len() - 1).ok()?;
                 self.bytes.extend_from_slice(value);
                 self.ends.push(self.bytes.len());
-                v.insert(key);
+                let le = (u128::from(value_head[1]) << 64) | u128::from(value_head[0]);
+                self.order.push(le.swap_bytes());
+                v.insert(Slot {
+                    head: value_head,
+                    len: value_len,
+                    key,
+                });
                 Some(key)
             }
         }
@@ -163,20 +257,21 @@ struct Keyed {
     rows: usize,
 }
 
-/// Interns every value of `arrays`; `None` when the dictionary outgrows `limit`.
-fn key_rows(arrays: &[ArrayRef], limit: usize) -> Result<Option<Keyed>> {
+/// Interns every value of `arrays`; `None` when the dictionary outgrows `limit`. `capacity`:
+/// the distinct values expected (the previous row group's count).
+fn key_rows(arrays: &[ArrayRef], limit: usize, capacity: usize) -> Result<Option<Keyed>> {
     let rows: usize = arrays.iter().map(|a| a.len()).sum();
     let nulls: usize = arrays.iter().map(|a| a.null_count()).sum();
     let mut keyed = Keyed {
-        dictionary: Dictionary::new(limit),
+        dictionary: Dictionary::new(limit, capacity),
         keys: Vec::with_capacity(rows - nulls),
         valid: Vec::with_capacity(if nulls > 0 { rows } else { 0 }),
         rows,
     };
     for array in arrays {
         let done = match array.data_type() {
-            DataType::Utf8 => keyed.add(array.as_string::<i32>().iter(), nulls > 0),
-            DataType::LargeUtf8 => keyed.add(array.as_string::<i64>().iter(), nulls > 0),
+            DataType::Utf8 => keyed.add_strings(array.as_string::<i32>(), nulls > 0),
+            DataType::LargeUtf8 => keyed.add_strings(array.as_string::<i64>(), nulls > 0),
             DataType::Utf8View => keyed.add(array.as_string_view().iter(), nulls > 0),
             other => {
                 return Err(DataFusionError::Internal(format!(
@@ -197,7 +292,7 @@ impl Keyed {
     fn add<'a>(&mut self, values: impl Iterator<Item = Option<&'a str>>, nullable: bool) -> bool {
         for value in values {
             if let Some(v) = value {
-                match self.dictionary.intern(v.as_bytes()) {
+                match self.dictionary.intern(v.as_bytes(), head(v.as_bytes())) {
                     Some(key) => self.keys.push(key),
                     None => return false,
                 }
@@ -205,6 +300,31 @@ impl Keyed {
             if nullable {
                 self.valid.push(value.is_some());
             }
+        }
+        true
+    }
+
+    /// [`Keyed::add`] for a string array: without nulls, its values are walked through their
+    /// offsets and each head is one load from the values buffer.
+    fn add_strings<O: OffsetSizeTrait>(
+        &mut self,
+        array: &GenericStringArray<O>,
+        nullable: bool,
+    ) -> bool {
+        if array.null_count() > 0 {
+            return self.add(array.iter(), nullable);
+        }
+        let data = array.values().as_slice();
+        for w in array.value_offsets().windows(2) {
+            let (start, end) = (w[0].as_usize(), w[1].as_usize());
+            let value = &data[start..end];
+            match self.dictionary.intern(value, head_in(data, start, end)) {
+                Some(key) => self.keys.push(key),
+                None => return false,
+            }
+        }
+        if nullable {
+            self.valid.extend(std::iter::repeat_n(true, array.len()));
         }
         true
     }
@@ -225,6 +345,7 @@ pub(super) fn encode(
     descr: &ColumnDescPtr,
     props: &WriterProperties,
     arrays: &[ArrayRef],
+    expected_distinct: usize,
 ) -> Result<Option<EncodedChunk>> {
     let path = descr.path();
     let codec = props.compression(path);
@@ -232,7 +353,7 @@ pub(super) fn encode(
         return Ok(None);
     };
     let limit = props.column_dictionary_page_size_limit(path);
-    let Some(keyed) = key_rows(arrays, limit)? else {
+    let Some(keyed) = key_rows(arrays, limit, expected_distinct)? else {
         return Ok(None);
     };
     let dictionary = &keyed.dictionary;
@@ -293,12 +414,14 @@ pub(super) fn encode(
 
         let mut buf = Vec::with_capacity(values * usize::from(bit_width) / 8 + 16);
         if nullable {
-            let levels: Vec<u32> = match valid {
-                Some(v) => v.iter().map(|&b| u32::from(b)).collect(),
-                None => vec![1; rows],
-            };
             let mut encoded = Vec::new();
-            rle::encode(&levels, 1, &mut encoded);
+            match valid {
+                Some(v) => {
+                    let levels: Vec<u32> = v.iter().map(|&b| u32::from(b)).collect();
+                    rle::encode(&levels, 1, &mut encoded);
+                }
+                None => rle::run(1, rows, 1, &mut encoded),
+            }
             let len = u32::try_from(encoded.len()).map_err(|_| too_long())?;
             buf.extend_from_slice(&len.to_le_bytes());
             buf.extend_from_slice(&encoded);
@@ -429,6 +552,7 @@ pub(super) fn encode(
             offset_index: Some(offset_index.build()),
         },
         bytes,
+        distinct: dictionary.len(),
     }))
 }
 
@@ -445,7 +569,7 @@ fn summarise(
     let mut unencoded_bytes = 0i64;
     for &key in keys {
         let k = key as usize;
-        unencoded_bytes += (dictionary.ends[k + 1] - dictionary.ends[k]) as i64;
+        unencoded_bytes += dictionary.entry_len(key) as i64;
         if seen[k] == stamp {
             continue;
         }
@@ -463,17 +587,15 @@ fn summarise(
 }
 
 fn smaller(dictionary: &Dictionary, a: u32, b: u32) -> u32 {
-    if dictionary.entry(b) < dictionary.entry(a) {
-        b
-    } else {
-        a
+    match dictionary.compare(b, a) {
+        std::cmp::Ordering::Less => b,
+        _ => a,
     }
 }
 
 fn larger(dictionary: &Dictionary, a: u32, b: u32) -> u32 {
-    if dictionary.entry(b) > dictionary.entry(a) {
-        b
-    } else {
-        a
+    match dictionary.compare(b, a) {
+        std::cmp::Ordering::Greater => b,
+        _ => a,
     }
 }

@@ -38,7 +38,7 @@ pub(super) fn encode(values: &[u32], bit_width: u8, out: &mut Vec<u8>) {
 }
 
 /// An RLE run: the header `count << 1`, then the value in `ceil(bit_width / 8)` bytes.
-fn run(value: u32, count: usize, bit_width: u8, out: &mut Vec<u8>) {
+pub(super) fn run(value: u32, count: usize, bit_width: u8, out: &mut Vec<u8>) {
     uleb128((count as u64) << 1, out);
     let bytes = usize::from(bit_width).div_ceil(8);
     out.extend_from_slice(&value.to_le_bytes()[..bytes]);

@@ -13,6 +13,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::BufWriter;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use arrow::array::{ArrayRef, RecordBatch};
 use arrow::datatypes::SchemaRef;
@@ -42,6 +43,8 @@ struct RowGroupPlan {
     props: Arc<WriterProperties>,
     /// Per Arrow field: its Parquet column when our dictionary encoder may write it.
     dictionary_columns: Vec<Option<ColumnDescPtr>>,
+    /// Per Arrow field: the distinct values of its last dictionary, to size the next one.
+    distinct: Vec<AtomicUsize>,
 }
 
 /// Writes `stream` to `file` with `props` (which carry the footer's key-value metadata and,
@@ -77,6 +80,11 @@ pub(super) async fn write_stream(
         })
         .collect();
     let plan = Arc::new(RowGroupPlan {
+        distinct: schema
+            .fields()
+            .iter()
+            .map(|_| AtomicUsize::new(1024))
+            .collect(),
         schema,
         props,
         dictionary_columns,
@@ -160,9 +168,11 @@ fn encode_row_group(
     let mut leaf = 0;
     for (i, field) in plan.schema.fields().iter().enumerate() {
         let arrays: Vec<ArrayRef> = batches.iter().map(|b| b.column(i).clone()).collect();
+        let expected = plan.distinct[i].load(Ordering::Relaxed);
         if let Some(descr) = &plan.dictionary_columns[i]
-            && let Some(chunk) = dictionary::encode(descr, &plan.props, &arrays)?
+            && let Some(chunk) = dictionary::encode(descr, &plan.props, &arrays, expected)?
         {
+            plan.distinct[i].store(chunk.distinct, Ordering::Relaxed);
             chunks.push(Chunk::Dictionary(chunk));
             leaf += 1;
             continue;
