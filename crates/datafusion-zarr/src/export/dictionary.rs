@@ -42,8 +42,6 @@ use super::rle;
 pub(super) struct EncodedChunk {
     pub(super) bytes: Bytes,
     pub(super) close: ColumnCloseResult,
-    /// The dictionary's entries (a hint for the next row group's table).
-    pub(super) distinct: usize,
 }
 
 /// Whether [`encode`] may write this column: a top-level string column, dictionary enabled,
@@ -148,20 +146,29 @@ fn hash(hasher: &foldhash::fast::FixedState, seed: u64, head: [u64; 2], value: &
 }
 
 impl Dictionary {
-    fn new(limit: usize, capacity: usize) -> Self {
+    fn new() -> Self {
         let hasher = foldhash::fast::FixedState::with_seed(0x5a52);
-        let mut ends = Vec::with_capacity(capacity + 1);
-        ends.push(0);
         Self {
             seed: hasher.hash_one(0u8),
             hasher,
-            table: hashbrown::HashTable::with_capacity(capacity),
+            table: hashbrown::HashTable::new(),
             bytes: Vec::new(),
-            ends,
-            order: Vec::with_capacity(capacity),
+            ends: vec![0],
+            order: Vec::new(),
             plain_size: 0,
-            limit,
+            limit: 0,
         }
+    }
+
+    /// Empties the dictionary, keeping its memory, for a chunk whose page may hold `limit`
+    /// bytes.
+    fn reset(&mut self, limit: usize) {
+        self.table.clear();
+        self.bytes.clear();
+        self.ends.truncate(1);
+        self.order.clear();
+        self.plain_size = 0;
+        self.limit = limit;
     }
 
     fn len(&self) -> usize {
@@ -257,17 +264,37 @@ struct Keyed {
     rows: usize,
 }
 
-/// Interns every value of `arrays`; `None` when the dictionary outgrows `limit`. `capacity`:
-/// the distinct values expected (the previous row group's count).
-fn key_rows(arrays: &[ArrayRef], limit: usize, capacity: usize) -> Result<Option<Keyed>> {
+/// The encoder's working memory, kept from one row group to the next (so each row group does
+/// not fault in megabytes of fresh pages).
+pub(super) struct Scratch {
+    keyed: Keyed,
+    /// Per dictionary entry, the last page it was seen in.
+    seen: Vec<u32>,
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Self {
+            keyed: Keyed {
+                dictionary: Dictionary::new(),
+                keys: Vec::new(),
+                valid: Vec::new(),
+                rows: 0,
+            },
+            seen: Vec::new(),
+        }
+    }
+}
+
+/// Interns every value of `arrays` into `keyed`; false when the dictionary outgrows `limit`.
+fn key_rows(arrays: &[ArrayRef], limit: usize, keyed: &mut Keyed) -> Result<bool> {
     let rows: usize = arrays.iter().map(|a| a.len()).sum();
     let nulls: usize = arrays.iter().map(|a| a.null_count()).sum();
-    let mut keyed = Keyed {
-        dictionary: Dictionary::new(limit, capacity),
-        keys: Vec::with_capacity(rows - nulls),
-        valid: Vec::with_capacity(if nulls > 0 { rows } else { 0 }),
-        rows,
-    };
+    keyed.dictionary.reset(limit);
+    keyed.keys.clear();
+    keyed.keys.reserve(rows - nulls);
+    keyed.valid.clear();
+    keyed.rows = rows;
     for array in arrays {
         let done = match array.data_type() {
             DataType::Utf8 => keyed.add_strings(array.as_string::<i32>(), nulls > 0),
@@ -280,10 +307,10 @@ fn key_rows(arrays: &[ArrayRef], limit: usize, capacity: usize) -> Result<Option
             }
         };
         if !done {
-            return Ok(None);
+            return Ok(false);
         }
     }
-    Ok(Some(keyed))
+    Ok(true)
 }
 
 impl Keyed {
@@ -345,7 +372,7 @@ pub(super) fn encode(
     descr: &ColumnDescPtr,
     props: &WriterProperties,
     arrays: &[ArrayRef],
-    expected_distinct: usize,
+    scratch: &mut Scratch,
 ) -> Result<Option<EncodedChunk>> {
     let path = descr.path();
     let codec = props.compression(path);
@@ -353,9 +380,10 @@ pub(super) fn encode(
         return Ok(None);
     };
     let limit = props.column_dictionary_page_size_limit(path);
-    let Some(keyed) = key_rows(arrays, limit, expected_distinct)? else {
+    if !key_rows(arrays, limit, &mut scratch.keyed)? {
         return Ok(None);
-    };
+    }
+    let keyed = &scratch.keyed;
     let dictionary = &keyed.dictionary;
     let nullable = descr.max_def_level() > 0;
     let bit_width = rle::bit_width(dictionary.len().saturating_sub(1) as u32);
@@ -366,7 +394,9 @@ pub(super) fn encode(
     let page_rows = props.data_page_row_count_limit().min(by_size).max(1);
     let truncate = |len: usize, limit: Option<usize>| limit.is_some_and(|l| len > l);
 
-    let mut sink = TrackedWrite::new(Vec::new());
+    // At most the dictionary and the keys, bit-packed, plus headers: one allocation.
+    let estimate = dictionary.plain_size + keyed.keys.len() * usize::from(bit_width) / 8;
+    let mut sink = TrackedWrite::new(Vec::with_capacity(estimate + keyed.rows / 64 + 4096));
     let mut pages = SerializedPageWriter::new(&mut sink);
     let dictionary_page = dictionary.plain_page()?;
     let uncompressed = dictionary_page.len();
@@ -382,7 +412,9 @@ pub(super) fn encode(
 
     let mut column_index = ColumnIndexBuilder::new(PhysicalType::BYTE_ARRAY);
     let mut offset_index = OffsetIndexBuilder::new();
-    let mut seen = vec![0u32; dictionary.len()];
+    let seen = &mut scratch.seen;
+    seen.clear();
+    seen.resize(dictionary.len(), 0);
     let (mut ascending, mut descending) = (true, true);
     let mut last_min_max: Option<(u32, u32)> = None;
     let mut chunk_min_max: Option<(u32, u32)> = None;
@@ -404,13 +436,7 @@ pub(super) fn encode(
         };
         let values = valid.map_or(rows, |v| v.iter().filter(|&&b| b).count());
         let page_keys = &keyed.keys[key..key + values];
-        let summary = summarise(
-            dictionary,
-            page_keys,
-            rows,
-            &mut seen,
-            (data_pages + 1) as u32,
-        );
+        let summary = summarise(dictionary, page_keys, rows, seen, (data_pages + 1) as u32);
 
         let mut buf = Vec::with_capacity(values * usize::from(bit_width) / 8 + 16);
         if nullable {
@@ -552,7 +578,6 @@ pub(super) fn encode(
             offset_index: Some(offset_index.build()),
         },
         bytes,
-        distinct: dictionary.len(),
     }))
 }
 

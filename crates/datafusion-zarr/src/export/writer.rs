@@ -12,8 +12,7 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::BufWriter;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use arrow::array::{ArrayRef, RecordBatch};
 use arrow::datatypes::SchemaRef;
@@ -29,7 +28,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnDescPtr;
 
-use super::dictionary::{self, EncodedChunk};
+use super::dictionary::{self, EncodedChunk, Scratch};
 
 /// An encoded column chunk of a row group, by whichever encoder wrote it.
 enum Chunk {
@@ -43,8 +42,8 @@ struct RowGroupPlan {
     props: Arc<WriterProperties>,
     /// Per Arrow field: its Parquet column when our dictionary encoder may write it.
     dictionary_columns: Vec<Option<ColumnDescPtr>>,
-    /// Per Arrow field: the distinct values of its last dictionary, to size the next one.
-    distinct: Vec<AtomicUsize>,
+    /// The dictionary encoder's working memory, reused by row group after row group.
+    scratch: Mutex<Vec<Scratch>>,
 }
 
 /// Writes `stream` to `file` with `props` (which carry the footer's key-value metadata and,
@@ -80,11 +79,7 @@ pub(super) async fn write_stream(
         })
         .collect();
     let plan = Arc::new(RowGroupPlan {
-        distinct: schema
-            .fields()
-            .iter()
-            .map(|_| AtomicUsize::new(1024))
-            .collect(),
+        scratch: Mutex::new(Vec::new()),
         schema,
         props,
         dictionary_columns,
@@ -164,15 +159,15 @@ fn encode_row_group(
     writers: Vec<ArrowColumnWriter>,
 ) -> Result<Vec<Chunk>> {
     let mut writers: Vec<Option<ArrowColumnWriter>> = writers.into_iter().map(Some).collect();
+    let taken = plan.scratch.lock().ok().and_then(|mut pool| pool.pop());
+    let mut scratch = taken.unwrap_or_default();
     let mut chunks = Vec::with_capacity(writers.len());
     let mut leaf = 0;
     for (i, field) in plan.schema.fields().iter().enumerate() {
         let arrays: Vec<ArrayRef> = batches.iter().map(|b| b.column(i).clone()).collect();
-        let expected = plan.distinct[i].load(Ordering::Relaxed);
         if let Some(descr) = &plan.dictionary_columns[i]
-            && let Some(chunk) = dictionary::encode(descr, &plan.props, &arrays, expected)?
+            && let Some(chunk) = dictionary::encode(descr, &plan.props, &arrays, &mut scratch)?
         {
-            plan.distinct[i].store(chunk.distinct, Ordering::Relaxed);
             chunks.push(Chunk::Dictionary(chunk));
             leaf += 1;
             continue;
@@ -201,6 +196,9 @@ fn encode_row_group(
             }
         }
         leaf += leaves;
+    }
+    if let Ok(mut pool) = plan.scratch.lock() {
+        pool.push(scratch);
     }
     Ok(chunks)
 }
