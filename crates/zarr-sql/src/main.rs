@@ -17,6 +17,7 @@
 mod cluster;
 mod export;
 mod inspect;
+mod malloc;
 mod output;
 mod shell;
 mod test_store;
@@ -112,6 +113,7 @@ struct QueryArgs {
 }
 
 fn main() -> ExitCode {
+    malloc::tune();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
