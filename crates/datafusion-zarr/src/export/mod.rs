@@ -71,8 +71,8 @@ pub struct ParquetExport {
     /// consecutive integers that this encoding stores in a few bits each (instead of 8 bytes
     /// each, plain, after a dictionary attempt that cannot succeed).
     pub delta_encoded: Vec<String>,
-    /// Row groups encoded at once (see [`parallel_row_groups`]); the number of cores when
-    /// `None`.
+    /// Row groups encoded at once (by our writer, or by DataFusion's as
+    /// [`parallel_row_groups`] tunes it); the number of cores when `None`.
     pub parallelism: Option<usize>,
 }
 
@@ -190,7 +190,7 @@ impl ParquetExport {
         if let Some(n) = self.row_group_size {
             options.global.max_row_group_size = n.max(1);
         }
-        // DataFusion's default batch size; `write_parquet` uses its session's.
+        // DataFusion's default batch size; `write_parquet_with_sink` uses its session's.
         let batch_size = datafusion::prelude::SessionConfig::new().batch_size();
         parallel_row_groups(&mut options.global, self.parallelism(), batch_size);
         for name in &self.delta_encoded {
