@@ -1,7 +1,7 @@
 //! Writes one stream of record batches to a Parquet file in its order: row groups cut from the
 //! stream are encoded on blocking threads, up to `parallelism` at once, and appended to the file
 //! in order as they finish. String columns go to our dictionary encoder
-//! ([`super::dictionary`]); every other column, and a string column it declines, to parquet-rs's
+//! (`dictionary.rs`); every other column, and a string column it declines, to parquet-rs's
 //! `ArrowColumnWriter`.
 //!
 //! This replaces DataFusion's Parquet sink for exports: the sink keeps order by merging the
