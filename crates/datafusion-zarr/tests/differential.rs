@@ -15,20 +15,6 @@ use arrow::util::pretty::pretty_format_batches;
 
 use common::*;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
 /// A table to query: location, options, its dimension columns with their lengths, extra atoms.
 struct Target {
     store: String,

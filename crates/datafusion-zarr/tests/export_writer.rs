@@ -5,6 +5,8 @@
 //! and files of about the same size; for every codec, every string type, nulls, all-null
 //! pages, strings too long for untruncated statistics, and dictionaries over the size limit.
 
+mod common;
+
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
@@ -25,17 +27,7 @@ use parquet::file::page_index::column_index::ColumnIndexMetaData;
 use parquet::file::properties::WriterPropertiesBuilder;
 use parquet::file::statistics::Statistics;
 
-/// A deterministic generator (xorshift), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+use common::Rng;
 
 /// `n` labels drawn from a skewed vocabulary of `distinct` strings (ASCII, accented, CJK,
 /// emoji, empty, long), with runs of repeats and, when `null_every` > 0, nulls (whole pages of them

@@ -106,3 +106,19 @@ pub fn same(a: &Value, b: &Value) -> bool {
         _ => a == b,
     }
 }
+
+/// A deterministic generator (xorshift64), so failing random tests reproduce.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
