@@ -32,6 +32,18 @@ impl PageCompressor {
         }))
     }
 
+    /// Whether [`PageCompressor::new`] has a compressor for `codec`.
+    pub(super) fn supports(codec: Compression) -> bool {
+        matches!(
+            codec,
+            Compression::UNCOMPRESSED
+                | Compression::ZSTD(_)
+                | Compression::SNAPPY
+                | Compression::LZ4_RAW
+                | Compression::GZIP(_)
+        )
+    }
+
     /// `page` compressed (or as it is, for no compression).
     pub(super) fn compress(&mut self, page: Vec<u8>) -> Result<Vec<u8>> {
         let failed = |codec: &str, e: &dyn std::fmt::Display| {

@@ -23,7 +23,7 @@ use datafusion::datasource::file_format::{FileFormat, FileFormatFactory};
 use datafusion::datasource::physical_plan::{FileScanConfig, FileSinkConfig, FileSource};
 use datafusion::datasource::sink::{DataSink, DataSinkExec};
 use datafusion::datasource::table_schema::TableSchema;
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::physical_expr::{LexOrdering, LexRequirement};
@@ -32,9 +32,8 @@ use datafusion::physical_plan::expressions::Column;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan};
 use object_store::{ObjectMeta, ObjectStore};
 use parquet::file::metadata::SortingColumn;
-use parquet::file::properties::WriterPropertiesBuilder;
 
-use super::{AtomicTarget, writer};
+use super::write_stream_to;
 
 /// The factory [`crate::register`] installs for the `parquet` extension: DataFusion's
 /// [`ParquetFormatFactory`], its formats wrapped in [`ParquetFormatWithZarrWriter`].
@@ -277,21 +276,9 @@ impl DataSink for ParquetFileSink {
         data: SendableRecordBatchStream,
         context: &Arc<TaskContext>,
     ) -> Result<u64> {
-        let atomic = AtomicTarget::new(&self.path)?;
-        let mut options = self.options.clone();
-        if !options.global.skip_arrow_metadata {
-            options.arrow_schema(&data.schema());
-        }
-        let props = WriterPropertiesBuilder::try_from(&options)?
-            .set_sorting_columns(self.sorting_columns.clone())
-            .build();
-        let file = std::fs::File::create(atomic.temp_path()).map_err(|e| {
-            DataFusionError::Execution(format!("cannot write {}: {e}", self.path.display()))
-        })?;
         // Row groups encoded at once: the session's parallelism (the cores by default).
         let parallelism = context.session_config().target_partitions();
-        let rows = writer::write_stream(data, file, props, parallelism).await?;
-        atomic.commit()?;
-        Ok(rows)
+        let (options, sorting) = (self.options.clone(), self.sorting_columns.clone());
+        write_stream_to(data, &self.path, options, sorting, parallelism).await
     }
 }

@@ -68,7 +68,7 @@ pub(super) fn supported(
         && !props.offset_index_disabled()
         && props.writer_version() == WriterVersion::PARQUET_1_0
         && props.content_defined_chunking().is_none()
-        && matches!(PageCompressor::new(props.compression(path)), Ok(Some(_)))
+        && PageCompressor::supports(props.compression(path))
 }
 
 /// The distinct values of a column chunk, in order of first appearance, and a hash table from

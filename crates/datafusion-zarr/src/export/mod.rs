@@ -318,26 +318,39 @@ impl Drop for AtomicTarget {
 /// the number of rows written. The plan runs in this process and streams its rows to our
 /// writer (`writer.rs`): row groups encoded in parallel, strings by our dictionary encoder.
 pub async fn write_parquet(df: DataFrame, target: &Path, export: &ParquetExport) -> Result<u64> {
-    let atomic = AtomicTarget::new(target)?;
-    let mut options = export.writer_options()?;
+    let options = export.writer_options()?;
     let task = df.task_ctx();
     let plan = df.create_physical_plan().await?;
-    // As DataFusion's sink does: the rows' order (by plain columns) and the Arrow schema in the
-    // footer, so readers know both.
     let sorting = match plan.output_partitioning().partition_count() {
         1 => plan.output_ordering(),
         _ => None,
     };
     let sorting = sorting.and_then(|o| copy::sorting_columns(o, &plan.schema()));
     let stream = execute_stream(plan, Arc::new(task))?;
-    options.arrow_schema(&stream.schema());
+    write_stream_to(stream, target, options, sorting, export.parallelism()).await
+}
+
+/// Writes `stream` to the Parquet file `target` with our writer, atomically, `parallelism` row
+/// groups at once. As DataFusion's sink does, the footer records the rows' order (`sorting`)
+/// and, unless the options skip it, the Arrow schema. Shared by exports and COPY.
+async fn write_stream_to(
+    stream: datafusion::physical_plan::SendableRecordBatchStream,
+    target: &Path,
+    mut options: TableParquetOptions,
+    sorting: Option<Vec<parquet::file::metadata::SortingColumn>>,
+    parallelism: usize,
+) -> Result<u64> {
+    let atomic = AtomicTarget::new(target)?;
+    if !options.global.skip_arrow_metadata {
+        options.arrow_schema(&stream.schema());
+    }
     let props = WriterPropertiesBuilder::try_from(&options)?
         .set_sorting_columns(sorting)
         .build();
     let file = std::fs::File::create(atomic.temp_path()).map_err(|e| {
         DataFusionError::Execution(format!("cannot write {}: {e}", target.display()))
     })?;
-    let rows = writer::write_stream(stream, file, props, export.parallelism()).await?;
+    let rows = writer::write_stream(stream, file, props, parallelism).await?;
     atomic.commit()?;
     Ok(rows)
 }
