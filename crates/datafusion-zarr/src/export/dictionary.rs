@@ -82,9 +82,11 @@ struct Dictionary {
     bytes: Vec<u8>,
     /// `ends[k]..ends[k + 1]` is entry `k`.
     ends: Vec<usize>,
-    /// Entry `k`'s first 16 bytes as a big-endian integer: entries whose heads differ compare
-    /// as these do, without reading the entries.
-    order: Vec<u128>,
+    /// Entry `k`'s first 8 bytes (zero-padded) as a big-endian integer: entries whose
+    /// prefixes differ compare as these do, without reading the entries. Eight bytes, not
+    /// sixteen: the page statistics load one per distinct value of a page, at random, and
+    /// half the size keeps more of it in cache.
+    order: Vec<u64>,
     /// The size of the PLAIN dictionary page (a 4-byte length before each entry).
     plain_size: usize,
     limit: usize,
@@ -188,13 +190,6 @@ impl Dictionary {
             .then_with(|| self.entry(a).cmp(self.entry(b)))
     }
 
-    /// The length of entry `key`.
-    #[inline]
-    fn entry_len(&self, key: u32) -> usize {
-        let k = key as usize;
-        self.ends[k + 1] - self.ends[k]
-    }
-
     /// The key of `value` (whose first 16 bytes are `value_head`), added if new; `None` once
     /// the dictionary page would exceed the limit.
     #[inline]
@@ -221,8 +216,7 @@ impl Dictionary {
                 let key = u32::try_from(self.ends.len() - 1).ok()?;
                 self.bytes.extend_from_slice(value);
                 self.ends.push(self.bytes.len());
-                let le = (u128::from(value_head[1]) << 64) | u128::from(value_head[0]);
-                self.order.push(le.swap_bytes());
+                self.order.push(value_head[0].swap_bytes());
                 v.insert(Slot {
                     head: value_head,
                     len: value_len,
@@ -268,8 +262,9 @@ struct Keyed {
 /// not fault in megabytes of fresh pages).
 pub(super) struct Scratch {
     keyed: Keyed,
-    /// Per dictionary entry, the last page it was seen in.
-    seen: Vec<u32>,
+    /// Per dictionary entry, the stamp of the last page it was seen in (two bytes each, so
+    /// that the table stays in cache; cleared when the stamps wrap).
+    seen: Vec<u16>,
 }
 
 impl Default for Scratch {
@@ -415,6 +410,8 @@ pub(super) fn encode(
     let seen = &mut scratch.seen;
     seen.clear();
     seen.resize(dictionary.len(), 0);
+    let mut stamp = 0u16;
+    let mut arrays_rows = RowRanges::new(arrays);
     let (mut ascending, mut descending) = (true, true);
     let mut last_min_max: Option<(u32, u32)> = None;
     let mut chunk_min_max: Option<(u32, u32)> = None;
@@ -436,7 +433,18 @@ pub(super) fn encode(
         };
         let values = valid.map_or(rows, |v| v.iter().filter(|&&b| b).count());
         let page_keys = &keyed.keys[key..key + values];
-        let summary = summarise(dictionary, page_keys, rows, seen, (data_pages + 1) as u32);
+        stamp = match stamp.checked_add(1) {
+            Some(next) => next,
+            None => {
+                seen.fill(0);
+                1
+            }
+        };
+        let summary = PageSummary {
+            nulls: rows - page_keys.len(),
+            min_max: page_min_max(dictionary, page_keys, seen, stamp),
+            unencoded_bytes: arrays_rows.value_bytes(row, row + rows),
+        };
 
         let mut buf = Vec::with_capacity(values * usize::from(bit_width) / 8 + 16);
         if nullable {
@@ -581,33 +589,103 @@ pub(super) fn encode(
     }))
 }
 
-/// The page's null count, its unencoded size and the keys of its smallest and largest values,
-/// comparing each distinct key once (`seen` marks the keys met in page `stamp`).
-fn summarise(
+/// The keys of the page's smallest and largest values (by bytes), comparing each distinct key
+/// once (`seen` marks the keys met in page `stamp`) and by its 8-byte prefix, held in registers,
+/// unless prefixes tie.
+fn page_min_max(
     dictionary: &Dictionary,
     keys: &[u32],
-    rows: usize,
-    seen: &mut [u32],
-    stamp: u32,
-) -> PageSummary {
-    let mut min_max: Option<(u32, u32)> = None;
-    let mut unencoded_bytes = 0i64;
-    for &key in keys {
+    seen: &mut [u16],
+    stamp: u16,
+) -> Option<(u32, u32)> {
+    let (&first, rest) = keys.split_first()?;
+    seen[first as usize] = stamp;
+    let (mut min, mut max) = (first, first);
+    let (mut min_head, mut max_head) = (
+        dictionary.order[first as usize],
+        dictionary.order[first as usize],
+    );
+    for &key in rest {
         let k = key as usize;
-        unencoded_bytes += dictionary.entry_len(key) as i64;
         if seen[k] == stamp {
             continue;
         }
         seen[k] = stamp;
-        min_max = Some(match min_max {
-            None => (key, key),
-            Some((min, max)) => (smaller(dictionary, min, key), larger(dictionary, max, key)),
-        });
+        let head = dictionary.order[k];
+        if head < min_head || (head == min_head && dictionary.entry(key) < dictionary.entry(min)) {
+            (min, min_head) = (key, head);
+        }
+        if head > max_head || (head == max_head && dictionary.entry(key) > dictionary.entry(max)) {
+            (max, max_head) = (key, head);
+        }
     }
-    PageSummary {
-        nulls: rows - keys.len(),
-        min_max,
-        unencoded_bytes,
+    Some((min, max))
+}
+
+/// The string bytes of row ranges of a column given as consecutive arrays, walked forward
+/// page by page: a string array without nulls answers from two offsets.
+struct RowRanges<'a> {
+    arrays: &'a [ArrayRef],
+    /// The array holding the next row asked for, and its first row.
+    index: usize,
+    first_row: usize,
+}
+
+impl<'a> RowRanges<'a> {
+    fn new(arrays: &'a [ArrayRef]) -> Self {
+        Self {
+            arrays,
+            index: 0,
+            first_row: 0,
+        }
+    }
+
+    /// The bytes of the non-null values of rows `start..end` (rows asked for in increasing
+    /// order).
+    fn value_bytes(&mut self, start: usize, end: usize) -> i64 {
+        let mut total = 0i64;
+        let mut row = start;
+        while row < end {
+            let Some(array) = self.arrays.get(self.index) else {
+                break;
+            };
+            let array_end = self.first_row + array.len();
+            if row >= array_end {
+                self.index += 1;
+                self.first_row = array_end;
+                continue;
+            }
+            let (from, to) = (row - self.first_row, end.min(array_end) - self.first_row);
+            total += array_value_bytes(array, from, to);
+            row = end.min(array_end);
+        }
+        total
+    }
+}
+
+/// The bytes of the non-null values at `from..to` of a string array.
+fn array_value_bytes(array: &ArrayRef, from: usize, to: usize) -> i64 {
+    fn strings<O: OffsetSizeTrait>(a: &GenericStringArray<O>, from: usize, to: usize) -> i64 {
+        let offsets = a.value_offsets();
+        match a.nulls().filter(|n| n.null_count() > 0) {
+            None => (offsets[to] - offsets[from]).as_usize() as i64,
+            Some(nulls) => (from..to)
+                .filter(|&i| nulls.is_valid(i))
+                .map(|i| (offsets[i + 1] - offsets[i]).as_usize() as i64)
+                .sum(),
+        }
+    }
+    match array.data_type() {
+        DataType::Utf8 => strings(array.as_string::<i32>(), from, to),
+        DataType::LargeUtf8 => strings(array.as_string::<i64>(), from, to),
+        DataType::Utf8View => {
+            let a = array.as_string_view();
+            (from..to)
+                .filter(|&i| a.is_valid(i))
+                .map(|i| a.views()[i] as u32 as i64)
+                .sum()
+        }
+        _ => 0,
     }
 }
 

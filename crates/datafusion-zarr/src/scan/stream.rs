@@ -406,6 +406,32 @@ fn unit_coords(origin: &[u64], extent: &[u64], row: usize) -> Vec<u64> {
     coords
 }
 
+/// The coordinates along one dimension of the unit rows `rows` (contiguous, C order): runs of
+/// `stride` equal values cycling through `0..extent`. One division per batch instead of two
+/// per row (the index columns of an export were 3% of its time).
+fn contiguous_coords(rows: Range<usize>, stride: u64, extent: u64) -> Vec<u64> {
+    let n = rows.len();
+    let mut out = Vec::with_capacity(n);
+    let first = rows.start as u64;
+    let mut coord = (first / stride) % extent;
+    if stride == 1 {
+        while out.len() < n {
+            let end = extent.min(coord + (n - out.len()) as u64);
+            out.extend(coord..end);
+            coord = 0;
+        }
+        return out;
+    }
+    let mut run = stride - first % stride;
+    while out.len() < n {
+        let take = run.min((n - out.len()) as u64) as usize;
+        out.extend(std::iter::repeat_n(coord, take));
+        coord = if coord + 1 >= extent { 0 } else { coord + 1 };
+        run = stride;
+    }
+    out
+}
+
 fn build_batch(
     model: &TableModel,
     schema: &SchemaRef,
@@ -418,21 +444,32 @@ fn build_batch(
     for d in (0..ndim.saturating_sub(1)).rev() {
         strides[d] = strides[d + 1] * unit.extent[d + 1];
     }
-    let local = |d: usize, r: usize| (r as u64 / strides[d]) % unit.extent[d];
-    // The unit rows of this batch.
+    // The coordinate of each of this batch's rows along dimension `d`, within the unit.
+    let local = |d: usize| -> Vec<u64> {
+        let (stride, extent) = (strides[d].max(1), unit.extent[d].max(1));
+        match &unit.selection {
+            Some(sel) => sel[positions.clone()]
+                .iter()
+                .map(|&r| (u64::from(r) / stride) % extent)
+                .collect(),
+            None => contiguous_coords(positions.clone(), stride, extent),
+        }
+    };
     let rows: Vec<usize> = match &unit.selection {
         Some(sel) => sel[positions.clone()].iter().map(|&r| r as usize).collect(),
-        None => positions.clone().collect(),
+        None => Vec::new(),
     };
     let mut arrays: Vec<ArrayRef> = Vec::with_capacity(unit.columns.len());
     for (column, field) in unit.columns.iter().zip(schema.fields()) {
         arrays.push(match column {
-            UnitColumn::Index { dim } => Arc::new(UInt64Array::from_iter_values(
-                rows.iter().map(|&r| unit.origin[*dim] + local(*dim, r)),
-            )),
+            UnitColumn::Index { dim } => {
+                let origin = unit.origin[*dim];
+                let mut coords = local(*dim);
+                coords.iter_mut().for_each(|c| *c += origin);
+                Arc::new(UInt64Array::from(coords))
+            }
             UnitColumn::Coordinate { dim, values } => {
-                let idx =
-                    UInt32Array::from_iter_values(rows.iter().map(|&r| local(*dim, r) as u32));
+                let idx = UInt32Array::from_iter_values(local(*dim).into_iter().map(|c| c as u32));
                 take(values.as_ref(), &idx, None).map_err(|e| {
                     ZarrError::internal(format!("looking up coordinates of {}: {e}", model.display))
                 })?
@@ -467,7 +504,7 @@ fn build_batch(
             },
         });
     }
-    let options = RecordBatchOptions::new().with_row_count(Some(rows.len()));
+    let options = RecordBatchOptions::new().with_row_count(Some(positions.len()));
     RecordBatch::try_new_with_options(schema.clone(), arrays, &options)
         .map_err(|e| ZarrError::internal(format!("building a batch of {}: {e}", model.display)))
 }
@@ -490,4 +527,29 @@ fn locate(node: &ArrayNode, coords: &[u64]) -> (String, u64) {
         index = index * shape[d].get() + (coords[d] - origin[d]);
     }
     (key, index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::contiguous_coords;
+
+    /// The runs equal the coordinate computed row by row, for every start inside the unit.
+    #[test]
+    fn contiguous_coords_equal_row_by_row_division() {
+        for (stride, extent) in [(1, 1), (1, 7), (3, 1), (3, 5), (100, 10), (7, 3)] {
+            let unit_rows = (stride * extent * 2) as usize;
+            for start in 0..unit_rows {
+                for len in [0, 1, 2, 5, stride as usize + 1, unit_rows - start] {
+                    let end = (start + len).min(unit_rows);
+                    let expected: Vec<u64> =
+                        (start..end).map(|r| (r as u64 / stride) % extent).collect();
+                    assert_eq!(
+                        contiguous_coords(start..end, stride, extent),
+                        expected,
+                        "stride {stride}, extent {extent}, rows {start}..{end}"
+                    );
+                }
+            }
+        }
+    }
 }
