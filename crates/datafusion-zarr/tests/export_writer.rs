@@ -1,9 +1,10 @@
-//! The export's Parquet writer (`write_parquet`: our row-group pipeline and string dictionary
-//! encoder) against parquet-rs's `ArrowWriter` given the same rows and settings: the same
-//! values and types read back, the same chunk statistics, a column index whose every page's
-//! min, max and null count are those of the page's rows, a dictionary where parquet-rs has one,
-//! and files of about the same size; for every codec, every string type, nulls, all-null
-//! pages, strings too long for untruncated statistics, and dictionaries over the size limit.
+//! The export's Parquet writer (`write_parquet`: our row-group pipeline and our string and
+//! numeric encoders) against parquet-rs's `ArrowWriter` given the same rows and settings: the
+//! same values and types read back, the same chunk statistics, a column index whose every
+//! page's min, max and null count are those of the page's rows, a dictionary where parquet-rs
+//! has one, and files of about the same size; for every codec, every string type, integers of
+//! every width and sign, floats with NaN and both zeros, nulls, all-null and all-NaN pages,
+//! strings too long for untruncated statistics, and dictionaries over the size limit.
 
 mod common;
 
@@ -12,11 +13,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, Int64Array, LargeStringArray, RecordBatch, StringArray,
-    StringViewArray, UInt64Array,
+    Array, ArrayRef, AsArray, Float32Array, Float64Array, Int8Array, Int64Array, LargeStringArray,
+    RecordBatch, StringArray, StringViewArray, UInt32Array, UInt64Array,
 };
 use arrow::compute::concat_batches;
 use arrow::datatypes::{DataType, Field, Schema};
+use arrow::datatypes::{Float32Type, Float64Type, Int8Type, Int64Type, UInt32Type, UInt64Type};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_zarr::export::{Compression, ParquetExport, write_parquet};
 use parquet::arrow::ArrowWriter;
@@ -96,7 +98,43 @@ fn batches(string_type: &DataType, rows: usize, batch: usize) -> Vec<RecordBatch
         Field::new("long", string_type.clone(), false),
         Field::new("unique", string_type.clone(), false),
         Field::new("n", DataType::Int64, true),
+        Field::new("small", DataType::Int8, true),
+        Field::new("big", DataType::UInt32, false),
+        Field::new("temp", DataType::Float32, true),
+        Field::new("unique_f64", DataType::Float64, false),
+        Field::new("nan_page", DataType::Float32, false),
+        Field::new("hour", DataType::UInt64, false),
     ]));
+    // Floats with NaN, both zeros, infinities and subnormals among ordinary values.
+    let special = [
+        f32::NAN,
+        -0.0,
+        0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        1e-40,
+        -1e-40,
+    ];
+    let temp: Vec<Option<f32>> = (0..rows)
+        .map(|_| {
+            let r = rng.next();
+            match r % 50 {
+                0 => None,
+                1 => Some(special[(r >> 8) as usize % special.len()]),
+                _ => Some(((r >> 16) % 4_000) as f32 / 100.0 - 15.0),
+            }
+        })
+        .collect();
+    // Zero is the largest value of some pages and the smallest of others.
+    let temp: Vec<Option<f32>> = temp
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| match (i / 20_000) % 3 {
+            0 => v.map(|x| -x.abs()),
+            1 => v.map(f32::abs),
+            _ => v,
+        })
+        .collect();
     (0..rows)
         .step_by(batch)
         .map(|start| {
@@ -109,6 +147,26 @@ fn batches(string_type: &DataType, rows: usize, batch: usize) -> Vec<RecordBatch
                 as_array(&unique[start..end]),
                 Arc::new(Int64Array::from_iter(
                     (start..end).map(|i| (i % 7 != 0).then_some(i as i64 * 3)),
+                )),
+                Arc::new(Int8Array::from_iter((start..end).map(|i| {
+                    (i % 5 != 0 && !(40_000..60_000).contains(&i)).then_some((i % 251) as i8)
+                }))),
+                Arc::new(UInt32Array::from_iter_values(
+                    (start..end).map(|i| (i as u32 % 1000).wrapping_mul(0x9e37_79b9)),
+                )),
+                Arc::new(Float32Array::from(temp[start..end].to_vec())),
+                Arc::new(Float64Array::from_iter_values(
+                    (start..end).map(|i| (i as f64).sqrt() - 300.0),
+                )),
+                Arc::new(Float32Array::from_iter_values((start..end).map(|i| {
+                    if (40_000..60_000).contains(&i) {
+                        f32::NAN
+                    } else {
+                        i as f32
+                    }
+                }))),
+                Arc::new(UInt64Array::from_iter_values(
+                    (start..end).map(|i| u64::MAX - (i as u64 / 1000) % 24),
                 )),
             ];
             RecordBatch::try_new(schema.clone(), columns).unwrap()
@@ -179,6 +237,14 @@ fn check_column_index(rows: &RecordBatch, metadata: &ParquetMetaData) {
                 column.data_type(),
                 DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
             ) {
+                check_numeric_column_index(
+                    &column_index[g][c],
+                    &offset_index[g][c],
+                    column,
+                    first_row,
+                    group.num_rows() as usize,
+                    &format!("rg {g} col {c}"),
+                );
                 continue;
             }
             let ColumnIndexMetaData::BYTE_ARRAY(index) = &column_index[g][c] else {
@@ -214,13 +280,119 @@ fn check_column_index(rows: &RecordBatch, metadata: &ParquetMetaData) {
     }
 }
 
+/// The smallest and largest value of `values` as a column index stores them (little-endian
+/// bytes), by parquet-rs's rules: NaN skipped, a zero minimum as -0.0, a zero maximum as +0.0.
+fn numeric_bounds(values: &ArrayRef) -> Option<(Vec<u8>, Vec<u8>)> {
+    fn bounds<T: PartialOrd + Copy>(
+        values: impl Iterator<Item = T>,
+        bytes: impl Fn(T, bool) -> Vec<u8>,
+    ) -> Option<(Vec<u8>, Vec<u8>)> {
+        #[allow(clippy::eq_op)]
+        let mut present = values.filter(|v| v == v);
+        let first = present.next()?;
+        let (min, max) = present.fold((first, first), |(min, max), v| {
+            (if v < min { v } else { min }, if v > max { v } else { max })
+        });
+        Some((bytes(min, false), bytes(max, true)))
+    }
+    let float = |v: f64, max: bool| {
+        if v == 0.0 && !max {
+            -0.0
+        } else if v == 0.0 {
+            0.0
+        } else {
+            v
+        }
+    };
+    match values.data_type() {
+        DataType::Int8 => bounds(
+            values.as_primitive::<Int8Type>().iter().flatten(),
+            |v, _| i32::from(v).to_le_bytes().to_vec(),
+        ),
+        DataType::UInt32 => bounds(
+            values.as_primitive::<UInt32Type>().iter().flatten(),
+            |v, _| v.to_le_bytes().to_vec(),
+        ),
+        DataType::Int64 => bounds(
+            values.as_primitive::<Int64Type>().iter().flatten(),
+            |v, _| v.to_le_bytes().to_vec(),
+        ),
+        DataType::UInt64 => bounds(
+            values.as_primitive::<UInt64Type>().iter().flatten(),
+            |v, _| v.to_le_bytes().to_vec(),
+        ),
+        DataType::Float32 => bounds(
+            values.as_primitive::<Float32Type>().iter().flatten(),
+            |v, max| (float(f64::from(v), max) as f32).to_le_bytes().to_vec(),
+        ),
+        DataType::Float64 => bounds(
+            values.as_primitive::<Float64Type>().iter().flatten(),
+            |v, max| float(v, max).to_le_bytes().to_vec(),
+        ),
+        other => panic!("{other}"),
+    }
+}
+
+/// Checks every page of a numeric column in the column index against the rows it covers.
+fn check_numeric_column_index(
+    index: &ColumnIndexMetaData,
+    offsets: &parquet::file::page_index::offset_index::OffsetIndexMetaData,
+    column: &ArrayRef,
+    first_row: usize,
+    group_rows: usize,
+    at: &str,
+) {
+    let pages = offsets.page_locations();
+    if matches!(index, ColumnIndexMetaData::NONE) {
+        // parquet-rs writes no column index for a chunk with a page of only NaN.
+        return;
+    }
+    for (p, page) in pages.iter().enumerate() {
+        let start = first_row + page.first_row_index as usize;
+        let end = first_row
+            + pages
+                .get(p + 1)
+                .map_or(group_rows, |n| n.first_row_index as usize);
+        let values = column.slice(start, end - start);
+        let want = numeric_bounds(&values);
+        let (min, max, nulls) = match index {
+            ColumnIndexMetaData::INT32(i) => (
+                i.min_value(p).map(|v| v.to_le_bytes().to_vec()),
+                i.max_value(p).map(|v| v.to_le_bytes().to_vec()),
+                i.null_count(p),
+            ),
+            ColumnIndexMetaData::INT64(i) => (
+                i.min_value(p).map(|v| v.to_le_bytes().to_vec()),
+                i.max_value(p).map(|v| v.to_le_bytes().to_vec()),
+                i.null_count(p),
+            ),
+            ColumnIndexMetaData::FLOAT(i) => (
+                i.min_value(p).map(|v| v.to_le_bytes().to_vec()),
+                i.max_value(p).map(|v| v.to_le_bytes().to_vec()),
+                i.null_count(p),
+            ),
+            ColumnIndexMetaData::DOUBLE(i) => (
+                i.min_value(p).map(|v| v.to_le_bytes().to_vec()),
+                i.max_value(p).map(|v| v.to_le_bytes().to_vec()),
+                i.null_count(p),
+            ),
+            other => panic!("{at}: {other:?}"),
+        };
+        assert_eq!(nulls, Some(values.null_count() as i64), "{at} page {p}");
+        assert_eq!(min.zip(max), want, "{at} page {p}");
+    }
+}
+
 async fn compare(string_type: DataType, compression: Compression, rows: usize) {
     let dir = tempfile::tempdir().unwrap();
     let input = batches(&string_type, rows, 8192);
     let export = ParquetExport {
         compression,
-        row_group_size: Some(100_000),
-        delta_encoded: vec!["i".into()],
+        // Over 131,072 rows: the unique doubles outgrow the 1 MiB dictionary in the first row
+        // group (ours writes it PLAIN, parquet-rs falls back part way) and fit in the second.
+        row_group_size: Some(150_000),
+        // Besides the index, integers with nulls and with deltas that wrap.
+        delta_encoded: vec!["i".into(), "small".into(), "big".into()],
         metadata: vec![("zarr.store".into(), "test".into())],
         parallelism: Some(3),
         ..ParquetExport::default()
@@ -261,14 +433,11 @@ async fn compare(string_type: DataType, compression: Compression, rows: usize) {
             let at = format!("{what} row group {g} column {name}");
             assert_eq!(x.num_values(), y.num_values(), "{at}");
             assert_eq!(x.compression(), y.compression(), "{at}");
+            let (xs, ys) = (x.statistics().unwrap(), y.statistics().unwrap());
+            assert_eq!(bytes_of(xs), bytes_of(ys), "{at}");
             assert_eq!(
-                bytes_of(x.statistics().unwrap()),
-                bytes_of(y.statistics().unwrap()),
-                "{at}"
-            );
-            assert_eq!(
-                x.dictionary_page_offset().is_some(),
-                y.dictionary_page_offset().is_some(),
+                xs.is_min_max_backwards_compatible(),
+                ys.is_min_max_backwards_compatible(),
                 "{at}"
             );
             let encodings = |c: &parquet::file::metadata::ColumnChunkMetaData| {
@@ -276,6 +445,18 @@ async fn compare(string_type: DataType, compression: Compression, rows: usize) {
                 e.sort_by_key(|e| *e as i32);
                 e
             };
+            if name == "unique_f64" && g == 0 && a.num_rows() > 131_072 {
+                // Ours: PLAIN throughout; parquet-rs: a dictionary, then PLAIN.
+                assert!(x.dictionary_page_offset().is_none(), "{at}");
+                assert_eq!(encodings(x), [Encoding::PLAIN, Encoding::RLE], "{at}");
+                assert!(y.dictionary_page_offset().is_some(), "{at}");
+                continue;
+            }
+            assert_eq!(
+                x.dictionary_page_offset().is_some(),
+                y.dictionary_page_offset().is_some(),
+                "{at}"
+            );
             assert_eq!(encodings(x), encodings(y), "{at}");
             assert_eq!(
                 x.unencoded_byte_array_data_bytes(),
@@ -297,7 +478,18 @@ async fn compare(string_type: DataType, compression: Compression, rows: usize) {
     let second_page = |metadata: &ParquetMetaData, column: usize| {
         metadata.offset_index().unwrap()[0][column].page_locations()[1].first_row_index
     };
-    for (column, ours_wrote) in [(1, true), (2, true), (3, false), (4, false)] {
+    // Of the numbers, all are ours but `nan_page` in the first row group (a page of only NaN).
+    let mut columns = vec![(1, true), (2, true), (3, false), (4, false)];
+    columns.extend([
+        (5, true),
+        (6, true),
+        (7, true),
+        (8, true),
+        (9, true),
+        (10, false),
+        (11, true),
+    ]);
+    for (column, ours_wrote) in columns {
         assert_eq!(
             second_page(&ours_meta, column) == 20_000,
             ours_wrote,

@@ -1,4 +1,4 @@
-//! Compresses the pages `dictionary.rs` writes, with the crates and in the formats
+//! Compresses the pages `chunk.rs` writes, with the crates and in the formats
 //! parquet-rs uses for the same codecs (its `compression` module is public only with the
 //! `experimental` feature): zstd, Snappy, LZ4_RAW, gzip, or none.
 

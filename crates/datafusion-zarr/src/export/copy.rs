@@ -1,7 +1,7 @@
 //! `COPY … TO 'out.parquet'` through the export's writer: [`ParquetFormatWithZarrWriter`] is
 //! DataFusion's Parquet format in every respect (reading, options, schema and statistics
 //! inference) but one: a COPY to one local file, not partitioned, is written by our writer
-//! (`writer.rs`: row groups encoded in parallel, strings by our dictionary encoder, the file
+//! (`writer.rs`: row groups encoded in parallel, strings and numbers by our encoders, the file
 //! replaced atomically). Writes to object stores, to directories or partitioned go to
 //! DataFusion's `ParquetSink` unchanged. [`crate::register`] installs it for the `parquet`
 //! extension.

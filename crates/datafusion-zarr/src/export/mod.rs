@@ -1,7 +1,8 @@
 //! Parquet export: the options, a temporary file beside the target renamed into place only
 //! when complete (so a failed or cancelled export leaves no partial file and never damages an
-//! existing one), and the writer: our own row-group pipeline with a dictionary encoder for
-//! strings ([`write_parquet`]; `writer.rs`, `dictionary.rs`), or DataFusion's Parquet sink
+//! existing one), and the writer: our own row-group pipeline with encoders for strings and
+//! numbers ([`write_parquet`]; `writer.rs`, `chunk.rs`, `strings.rs`, `numbers.rs`), or
+//! DataFusion's Parquet sink
 //! where the session must write the file itself, as on a cluster ([`write_parquet_with_sink`]).
 //!
 //! ```no_run
@@ -20,10 +21,13 @@
 //! # Ok(()) }
 //! ```
 
+mod chunk;
 mod compress;
 mod copy;
-mod dictionary;
+mod delta;
+mod numbers;
 mod rle;
+mod strings;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -316,7 +320,7 @@ impl Drop for AtomicTarget {
 
 /// Writes `df` to the Parquet file `target`, atomically, in the order of its rows, and returns
 /// the number of rows written. The plan runs in this process and streams its rows to our
-/// writer (`writer.rs`): row groups encoded in parallel, strings by our dictionary encoder.
+/// writer (`writer.rs`): row groups encoded in parallel, strings and numbers by our encoders.
 pub async fn write_parquet(df: DataFrame, target: &Path, export: &ParquetExport) -> Result<u64> {
     let options = export.writer_options()?;
     let task = df.task_ctx();

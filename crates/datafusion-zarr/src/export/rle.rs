@@ -1,5 +1,5 @@
 //! Parquet's RLE / bit-packing hybrid encoding of small unsigned integers (dictionary keys and
-//! definition levels), for `dictionary.rs`. Written here because parquet-rs keeps its
+//! definition levels), for `strings.rs` and `numbers.rs`. Written here because parquet-rs keeps its
 //! encoder private (its `encodings` module is public only with the `experimental` feature,
 //! which also builds the Variant crates); the format is a page of the Parquet specification
 //! (Encodings.md, "Run Length Encoding / Bit-Packing Hybrid").

@@ -1,8 +1,8 @@
 //! Writes one stream of record batches to a Parquet file in its order: row groups cut from the
 //! stream are encoded on blocking threads, up to `parallelism` at once, and appended to the file
-//! in order as they finish. String columns go to our dictionary encoder
-//! (`dictionary.rs`); every other column, and a string column it declines, to parquet-rs's
-//! `ArrowColumnWriter`.
+//! in order as they finish. String columns go to our string encoder (`strings.rs`), integer
+//! and float columns to our numeric encoder (`numbers.rs`); every other column, and a column
+//! they decline, to parquet-rs's `ArrowColumnWriter`.
 //!
 //! This replaces DataFusion's Parquet sink for exports: the sink keeps order by merging the
 //! scan's partitions row by row and encodes strings with parquet-rs's interner, which together
@@ -28,21 +28,36 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnDescPtr;
 
-use super::dictionary::{self, EncodedChunk, Scratch};
+use super::chunk::EncodedChunk;
+use super::{numbers, strings};
 
 /// An encoded column chunk of a row group, by whichever encoder wrote it.
 enum Chunk {
     Arrow(ArrowColumnChunk),
-    Dictionary(EncodedChunk),
+    Ours(EncodedChunk),
+}
+
+/// Which of our encoders writes a column.
+#[derive(Clone, Copy)]
+enum Encoder {
+    Strings,
+    Numbers,
+}
+
+/// Our encoders' working memory, reused by row group after row group.
+#[derive(Default)]
+struct Scratch {
+    strings: strings::Scratch,
+    numbers: numbers::Scratch,
 }
 
 /// What the encoding of each row group needs.
 struct RowGroupPlan {
     schema: SchemaRef,
     props: Arc<WriterProperties>,
-    /// Per Arrow field: its Parquet column when our dictionary encoder may write it.
-    dictionary_columns: Vec<Option<ColumnDescPtr>>,
-    /// The dictionary encoder's working memory, reused by row group after row group.
+    /// Per Arrow field: its Parquet column and our encoder, when one of ours may write it.
+    our_columns: Vec<Option<(ColumnDescPtr, Encoder)>>,
+    /// Our encoders' working memory, reused by row group after row group.
     scratch: Mutex<Vec<Scratch>>,
 }
 
@@ -69,20 +84,27 @@ pub(super) async fn write_stream(
     let (mut file_writer, factory) = writer.into_serialized_writer()?;
     let props = file_writer.properties().clone();
     let flat = file_writer.schema_descr().num_columns() == schema.fields().len();
-    let dictionary_columns = schema
+    let our_columns = schema
         .fields()
         .iter()
         .enumerate()
         .map(|(i, field)| {
             let descr = file_writer.schema_descr().column(i);
-            (flat && dictionary::supported(&descr, &props, field.data_type())).then_some(descr)
+            let data_type = field.data_type();
+            let encoder = match () {
+                _ if !flat => None,
+                _ if strings::supported(&descr, &props, data_type) => Some(Encoder::Strings),
+                _ if numbers::supported(&descr, &props, data_type) => Some(Encoder::Numbers),
+                _ => None,
+            };
+            encoder.map(|e| (descr, e))
         })
         .collect();
     let plan = Arc::new(RowGroupPlan {
         scratch: Mutex::new(Vec::new()),
         schema,
         props,
-        dictionary_columns,
+        our_columns,
     });
 
     let mut in_flight: VecDeque<SpawnedTask<Result<Vec<Chunk>>>> = VecDeque::new();
@@ -145,7 +167,7 @@ async fn append(
     for chunk in chunks {
         match chunk {
             Chunk::Arrow(chunk) => chunk.append_to_row_group(&mut row_group)?,
-            Chunk::Dictionary(chunk) => row_group.append_column(&chunk.bytes, chunk.close)?,
+            Chunk::Ours(chunk) => row_group.append_column(&chunk.bytes, chunk.close)?,
         }
     }
     row_group.close()?;
@@ -165,10 +187,17 @@ fn encode_row_group(
     let mut leaf = 0;
     for (i, field) in plan.schema.fields().iter().enumerate() {
         let arrays: Vec<ArrayRef> = batches.iter().map(|b| b.column(i).clone()).collect();
-        if let Some(descr) = &plan.dictionary_columns[i]
-            && let Some(chunk) = dictionary::encode(descr, &plan.props, &arrays, &mut scratch)?
-        {
-            chunks.push(Chunk::Dictionary(chunk));
+        let ours = match &plan.our_columns[i] {
+            Some((descr, Encoder::Strings)) => {
+                strings::encode(descr, &plan.props, &arrays, &mut scratch.strings)?
+            }
+            Some((descr, Encoder::Numbers)) => {
+                numbers::encode(descr, &plan.props, &arrays, &mut scratch.numbers)?
+            }
+            None => None,
+        };
+        if let Some(chunk) = ours {
+            chunks.push(Chunk::Ours(chunk));
             leaf += 1;
             continue;
         }

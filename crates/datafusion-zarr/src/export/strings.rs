@@ -1,74 +1,45 @@
 //! One string column of one row group as a dictionary-encoded Parquet column chunk, written by
 //! our code: one hash probe per row into a table of the row group's distinct values, then the
-//! keys bit-packed into data pages. parquet-rs's own dictionary encoder (through `ArrowWriter`)
-//! spends about twice as long on the same rows, most of it in its interner (measured in
-//! benches/README.md, issue #14), and its encoder trait is private, so it cannot be given a
-//! faster dictionary; the pages, headers, statistics, page index and footer this module
-//! produces go through parquet-rs's public writer types (`SerializedPageWriter`,
-//! `ColumnChunkMetaData`, `ColumnIndexBuilder`, `OffsetIndexBuilder`), and the file is spliced
-//! together by its `SerializedRowGroupWriter::append_column`.
+//! keys bit-packed into data pages that `chunk.rs` assembles into the column chunk.
+//! parquet-rs's own dictionary encoder (through `ArrowWriter`) spends about twice as long on
+//! the same rows, most of it in its interner (measured in benches/README.md, issue #14), and
+//! its encoder trait is private, so it cannot be given a faster dictionary.
 //!
 //! It writes what parquet-rs writes with the same settings: a PLAIN dictionary page, then V1
-//! data pages of `RLE_DICTIONARY` keys (definition levels first when the column is nullable),
-//! each page compressed, page statistics in the column index, an offset index with the
-//! unencoded sizes, chunk statistics and level histograms. Whatever it does not implement it
-//! declines ([`supported`] or `None` from [`encode`]), and the caller hands the column to
-//! parquet-rs: a dictionary over the page size limit (parquet-rs then falls back to PLAIN),
-//! statistics that would need truncating, bloom filters, other encodings, V2 pages.
+//! data pages of `RLE_DICTIONARY` keys, page statistics in the column index, unencoded sizes in
+//! the offset index, chunk statistics. Whatever it does not implement it declines
+//! ([`supported`] or `None` from [`encode`]), and the caller hands the column to parquet-rs: a
+//! dictionary over the page size limit (parquet-rs then falls back to PLAIN), statistics that
+//! would need truncating, and every setting `chunk::settings_supported` rejects.
 
 use std::hash::BuildHasher;
 
 use arrow::array::{Array, ArrayRef, AsArray, GenericStringArray, OffsetSizeTrait};
 use arrow::datatypes::DataType;
-use bytes::Bytes;
 use datafusion::error::{DataFusionError, Result};
-use parquet::basic::{BoundaryOrder, Encoding, EncodingMask, PageType, Type as PhysicalType};
-use parquet::column::page::{CompressedPage, Page, PageWriter};
-use parquet::column::writer::ColumnCloseResult;
+use parquet::basic::{Encoding, Type as PhysicalType};
 use parquet::data_type::ByteArray;
-use parquet::file::metadata::{
-    ColumnChunkMetaData, ColumnIndexBuilder, LevelHistogram, OffsetIndexBuilder, PageEncodingStats,
-};
-use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
+use parquet::file::properties::WriterProperties;
 use parquet::file::statistics::{Statistics, ValueStatistics};
-use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 
-use super::compress::PageCompressor;
+use super::chunk::{self, BoundaryOrderTracker, ChunkWriter, DataPage, EncodedChunk};
 use super::rle;
 
-/// A column chunk ready to be appended to its row group: its bytes (offsets in `close` are
-/// relative to their start) and its metadata.
-pub(super) struct EncodedChunk {
-    pub(super) bytes: Bytes,
-    pub(super) close: ColumnCloseResult,
-}
-
-/// Whether [`encode`] may write this column: a top-level string column, dictionary enabled,
-/// no encoding chosen for it, no bloom filter, page statistics, V1 data pages, no
-/// content-defined chunking, a codec [`PageCompressor`] has.
+/// Whether [`encode`] may write this column: a top-level string column with the dictionary
+/// enabled and no other encoding chosen, whose settings `chunk.rs` writes.
 pub(super) fn supported(
     descr: &ColumnDescPtr,
     props: &WriterProperties,
     data_type: &DataType,
 ) -> bool {
-    let path = descr.path();
     matches!(
         data_type,
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
     ) && descr.physical_type() == PhysicalType::BYTE_ARRAY
-        && descr.max_rep_level() == 0
-        && descr.max_def_level() <= 1
-        && props.dictionary_enabled(path)
-        && props.encoding(path).is_none()
-        && props.dictionary_page_encoding() == Encoding::PLAIN
-        && props.bloom_filter_properties(path).is_none()
-        && props.statistics_enabled(path) == EnabledStatistics::Page
-        && !props.write_page_header_statistics(path)
-        && !props.offset_index_disabled()
-        && props.writer_version() == WriterVersion::PARQUET_1_0
-        && props.content_defined_chunking().is_none()
-        && PageCompressor::supports(props.compression(path))
+        && props.dictionary_enabled(descr.path())
+        && props.encoding(descr.path()).is_none()
+        && chunk::settings_supported(descr, props)
 }
 
 /// The distinct values of a column chunk, in order of first appearance, and a hash table from
@@ -337,11 +308,23 @@ impl Keyed {
             return self.add(array.iter(), nullable);
         }
         let data = array.values().as_slice();
+        // The last value of up to 16 bytes (its head and length) and its key: a repeat of it,
+        // as in an N-D array's coordinate column, costs one comparison and no probe.
+        let mut last = ([u64::MAX; 2], usize::MAX, 0);
         for w in array.value_offsets().windows(2) {
             let (start, end) = (w[0].as_usize(), w[1].as_usize());
-            let value = &data[start..end];
-            match self.dictionary.intern(value, head_in(data, start, end)) {
-                Some(key) => self.keys.push(key),
+            let value_head = head_in(data, start, end);
+            if value_head == last.0 && end - start == last.1 {
+                self.keys.push(last.2);
+                continue;
+            }
+            match self.dictionary.intern(&data[start..end], value_head) {
+                Some(key) => {
+                    self.keys.push(key);
+                    if end - start <= 16 {
+                        last = (value_head, end - start, key);
+                    }
+                }
                 None => return false,
             }
         }
@@ -350,14 +333,6 @@ impl Keyed {
         }
         true
     }
-}
-
-/// One data page's statistics.
-struct PageSummary {
-    nulls: usize,
-    /// Keys of the smallest and largest value (by bytes), if any value is non-null.
-    min_max: Option<(u32, u32)>,
-    unencoded_bytes: i64,
 }
 
 /// Encodes one row group's values of the column `descr` (the arrays in row order) as a column
@@ -370,17 +345,12 @@ pub(super) fn encode(
     scratch: &mut Scratch,
 ) -> Result<Option<EncodedChunk>> {
     let path = descr.path();
-    let codec = props.compression(path);
-    let Some(mut compressor) = PageCompressor::new(codec)? else {
-        return Ok(None);
-    };
     let limit = props.column_dictionary_page_size_limit(path);
     if !key_rows(arrays, limit, &mut scratch.keyed)? {
         return Ok(None);
     }
     let keyed = &scratch.keyed;
     let dictionary = &keyed.dictionary;
-    let nullable = descr.max_def_level() > 0;
     let bit_width = rle::bit_width(dictionary.len().saturating_sub(1) as u32);
 
     // Pages of at most `data_page_row_count_limit` rows whose keys fit the page size limit.
@@ -391,39 +361,18 @@ pub(super) fn encode(
 
     // At most the dictionary and the keys, bit-packed, plus headers: one allocation.
     let estimate = dictionary.plain_size + keyed.keys.len() * usize::from(bit_width) / 8;
-    let mut sink = TrackedWrite::new(Vec::with_capacity(estimate + keyed.rows / 64 + 4096));
-    let mut pages = SerializedPageWriter::new(&mut sink);
-    let dictionary_page = dictionary.plain_page()?;
-    let uncompressed = dictionary_page.len();
-    let dictionary_spec = pages.write_page(CompressedPage::new(
-        Page::DictionaryPage {
-            buf: Bytes::from(compressor.compress(dictionary_page)?),
-            num_values: u32::try_from(dictionary.len()).map_err(|_| too_long())?,
-            encoding: Encoding::PLAIN,
-            is_sorted: false,
-        },
-        uncompressed,
-    ))?;
+    let Some(mut chunk) = ChunkWriter::new(descr, props, estimate + keyed.rows / 64 + 4096)? else {
+        return Ok(None);
+    };
+    chunk.dictionary_page(dictionary.plain_page()?, dictionary.len())?;
 
-    let mut column_index = ColumnIndexBuilder::new(PhysicalType::BYTE_ARRAY);
-    let mut offset_index = OffsetIndexBuilder::new();
     let seen = &mut scratch.seen;
     seen.clear();
     seen.resize(dictionary.len(), 0);
     let mut stamp = 0u16;
     let mut arrays_rows = RowRanges::new(arrays);
-    let (mut ascending, mut descending) = (true, true);
-    let mut last_min_max: Option<(u32, u32)> = None;
+    let mut boundary = BoundaryOrderTracker::new();
     let mut chunk_min_max: Option<(u32, u32)> = None;
-    let (mut total_nulls, mut total_unencoded) = (0u64, 0i64);
-    let mut definition_histogram = LevelHistogram::try_new(descr.max_def_level());
-    let (mut compressed_size, mut uncompressed_size) = (
-        dictionary_spec.compressed_size as i64,
-        dictionary_spec.uncompressed_size as i64,
-    );
-    let mut first_data_page = None;
-    let mut data_pages = 0;
-
     let (mut row, mut key) = (0, 0);
     while row < keyed.rows {
         let rows = page_rows.min(keyed.rows - row);
@@ -440,94 +389,43 @@ pub(super) fn encode(
                 1
             }
         };
-        let summary = PageSummary {
-            nulls: rows - page_keys.len(),
-            min_max: page_min_max(dictionary, page_keys, seen, stamp),
-            unencoded_bytes: arrays_rows.value_bytes(row, row + rows),
-        };
-
-        let mut buf = Vec::with_capacity(values * usize::from(bit_width) / 8 + 16);
-        if nullable {
-            let mut encoded = Vec::new();
-            match valid {
-                Some(v) => {
-                    let levels: Vec<u32> = v.iter().map(|&b| u32::from(b)).collect();
-                    rle::encode(&levels, 1, &mut encoded);
-                }
-                None => rle::run(1, rows, 1, &mut encoded),
-            }
-            let len = u32::try_from(encoded.len()).map_err(|_| too_long())?;
-            buf.extend_from_slice(&len.to_le_bytes());
-            buf.extend_from_slice(&encoded);
-        }
-        buf.push(bit_width);
-        rle::encode(page_keys, bit_width, &mut buf);
-        let uncompressed = buf.len();
-        let spec = pages.write_page(CompressedPage::new(
-            Page::DataPage {
-                buf: Bytes::from(compressor.compress(buf)?),
-                num_values: u32::try_from(rows).map_err(|_| too_long())?,
-                encoding: Encoding::RLE_DICTIONARY,
-                def_level_encoding: Encoding::RLE,
-                rep_level_encoding: Encoding::RLE,
-                statistics: None,
-            },
-            uncompressed,
-        ))?;
-        first_data_page.get_or_insert(spec.offset);
-        data_pages += 1;
-        compressed_size += spec.compressed_size as i64;
-        uncompressed_size += spec.uncompressed_size as i64;
-        offset_index.append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
-        offset_index.append_row_count(rows as i64);
-        offset_index.append_unencoded_byte_array_data_bytes(Some(summary.unencoded_bytes));
-
-        let page_histogram = definition_histogram.as_ref().map(|_| {
-            LevelHistogram::from(vec![summary.nulls as i64, (rows - summary.nulls) as i64])
-        });
-        if let (Some(chunk), Some(page)) = (definition_histogram.as_mut(), &page_histogram) {
-            chunk.add(page);
-        }
-        match summary.min_max {
-            None => column_index.append(true, vec![], vec![], summary.nulls as i64),
+        let page_min_max = page_min_max(dictionary, page_keys, seen, stamp);
+        let min_max = match page_min_max {
+            None => None,
             Some((min, max)) => {
                 let (min, max) = (dictionary.entry(min), dictionary.entry(max));
                 let limit = props.column_index_truncate_length();
                 if truncate(min.len(), limit) || truncate(max.len(), limit) {
                     return Ok(None);
                 }
-                if let Some((last_min, last_max)) = last_min_max {
-                    let (last_min, last_max) =
-                        (dictionary.entry(last_min), dictionary.entry(last_max));
-                    ascending &= last_min <= min && last_max <= max;
-                    descending &= min <= last_min && max <= last_max;
-                }
-                column_index.append(false, min.to_vec(), max.to_vec(), summary.nulls as i64);
+                Some((min.to_vec(), max.to_vec()))
             }
-        }
-        column_index.append_histograms(&None, &page_histogram);
-        if let Some(page_min_max) = summary.min_max {
-            last_min_max = Some(page_min_max);
+        };
+        let mut encoded = Vec::with_capacity(values * usize::from(bit_width) / 8 + 16);
+        encoded.push(bit_width);
+        rle::encode(page_keys, bit_width, &mut encoded);
+        chunk.data_page(DataPage {
+            rows,
+            valid,
+            encoding: Encoding::RLE_DICTIONARY,
+            values: encoded,
+            min_max,
+            unencoded_bytes: Some(arrays_rows.value_bytes(row, row + rows)),
+        })?;
+        if let Some(page) = page_min_max {
+            boundary.page(page, |a, b| dictionary.compare(a, b));
             chunk_min_max = Some(match chunk_min_max {
-                None => page_min_max,
+                None => page,
                 Some((min, max)) => (
-                    smaller(dictionary, min, page_min_max.0),
-                    larger(dictionary, max, page_min_max.1),
+                    smaller(dictionary, min, page.0),
+                    larger(dictionary, max, page.1),
                 ),
             });
         }
-        total_nulls += summary.nulls as u64;
-        total_unencoded += summary.unencoded_bytes;
         row += rows;
         key += values;
     }
-    pages.close()?;
 
-    column_index.set_boundary_order(match (ascending, descending) {
-        (true, _) => BoundaryOrder::ASCENDING,
-        (false, true) => BoundaryOrder::DESCENDING,
-        (false, false) => BoundaryOrder::UNORDERED,
-    });
     let min_max = match chunk_min_max {
         Some((min, max)) => {
             let (min, max) = (dictionary.entry(min), dictionary.entry(max));
@@ -546,47 +444,10 @@ pub(super) fn encode(
         min_max.0,
         min_max.1,
         None,
-        Some(total_nulls),
+        Some(chunk.nulls()),
         false,
     ));
-    let encodings = [Encoding::PLAIN, Encoding::RLE, Encoding::RLE_DICTIONARY];
-    let mut page_stats = vec![PageEncodingStats {
-        page_type: PageType::DICTIONARY_PAGE,
-        encoding: Encoding::PLAIN,
-        count: 1,
-    }];
-    if data_pages > 0 {
-        page_stats.push(PageEncodingStats {
-            page_type: PageType::DATA_PAGE,
-            encoding: Encoding::RLE_DICTIONARY,
-            count: data_pages,
-        });
-    }
-    let metadata = ColumnChunkMetaData::builder(descr.clone())
-        .set_compression(codec)
-        .set_encodings_mask(EncodingMask::new_from_encodings(encodings.iter()))
-        .set_page_encoding_stats(page_stats)
-        .set_total_compressed_size(compressed_size)
-        .set_total_uncompressed_size(uncompressed_size)
-        .set_num_values(keyed.rows as i64)
-        .set_data_page_offset(first_data_page.unwrap_or(0) as i64)
-        .set_dictionary_page_offset(Some(dictionary_spec.offset as i64))
-        .set_statistics(statistics)
-        .set_unencoded_byte_array_data_bytes(Some(total_unencoded))
-        .set_definition_level_histogram(definition_histogram)
-        .build()?;
-    let bytes = Bytes::from(sink.into_inner()?);
-    Ok(Some(EncodedChunk {
-        close: ColumnCloseResult {
-            bytes_written: bytes.len() as u64,
-            rows_written: keyed.rows as u64,
-            metadata,
-            bloom_filter: None,
-            column_index: Some(column_index.build()?),
-            offset_index: Some(offset_index.build()),
-        },
-        bytes,
-    }))
+    chunk.finish(statistics, boundary.order()).map(Some)
 }
 
 /// The keys of the page's smallest and largest values (by bytes), comparing each distinct key
