@@ -48,7 +48,11 @@ struct Dictionary {
     hasher: foldhash::fast::FixedState,
     /// Seeds the hash of values of up to 16 bytes.
     seed: u64,
-    table: hashbrown::HashTable<Slot>,
+    /// An open-addressing table with linear probing, a power of two long, at most half full.
+    /// Written here rather than taken from hashbrown because a batch of rows prefetches its
+    /// slots before probing them (see [`Keyed::add_strings`]), and hashbrown does not say
+    /// where a hash's slot is.
+    slots: Vec<Slot>,
     /// The entries' bytes, one after another.
     bytes: Vec<u8>,
     /// `ends[k]..ends[k + 1]` is entry `k`.
@@ -69,7 +73,35 @@ struct Dictionary {
 struct Slot {
     head: [u64; 2],
     len: u32,
+    /// [`EMPTY`] in an empty slot.
     key: u32,
+}
+
+/// The key of an empty slot (no dictionary has 2^32 entries: its page would be over 16 GiB).
+const EMPTY: u32 = u32::MAX;
+
+const EMPTY_SLOT: Slot = Slot {
+    head: [0; 2],
+    len: 0,
+    key: EMPTY,
+};
+
+/// Rows whose slots are prefetched together before they are probed.
+const BATCH: usize = 16;
+
+/// Asks the CPU to bring `slot` into cache without waiting for it. A demand load instead
+/// (tried) stalls the reorder buffer on each miss; std has no stable safe prefetch.
+#[inline(always)]
+fn prefetch(slot: &Slot) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU has; a prefetch never faults
+    // and reads nothing into the program, and `slot` is a valid reference anyway.
+    unsafe {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_T0>((slot as *const Slot).cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = slot;
 }
 
 /// The first 16 bytes of `value`, zero-padded.
@@ -124,7 +156,7 @@ impl Dictionary {
         Self {
             seed: hasher.hash_one(0u8),
             hasher,
-            table: hashbrown::HashTable::new(),
+            slots: vec![EMPTY_SLOT; 1024],
             bytes: Vec::new(),
             ends: vec![0],
             order: Vec::new(),
@@ -136,7 +168,7 @@ impl Dictionary {
     /// Empties the dictionary, keeping its memory, for a chunk whose page may hold `limit`
     /// bytes.
     fn reset(&mut self, limit: usize) {
-        self.table.clear();
+        self.slots.fill(EMPTY_SLOT);
         self.bytes.clear();
         self.ends.truncate(1);
         self.order.clear();
@@ -161,40 +193,79 @@ impl Dictionary {
             .then_with(|| self.entry(a).cmp(self.entry(b)))
     }
 
-    /// The key of `value` (whose first 16 bytes are `value_head`), added if new; `None` once
-    /// the dictionary page would exceed the limit.
+    /// The hash of `value`, whose first 16 bytes are `value_head`.
     #[inline]
-    fn intern(&mut self, value: &[u8], value_head: [u64; 2]) -> Option<u32> {
-        let value_hash = hash(&self.hasher, self.seed, value_head, value);
+    fn hash(&self, value: &[u8], value_head: [u64; 2]) -> u64 {
+        hash(&self.hasher, self.seed, value_head, value)
+    }
+
+    /// The slot a probe for `value_hash` starts at.
+    #[inline]
+    fn home(&self, value_hash: u64) -> usize {
+        value_hash as usize & (self.slots.len() - 1)
+    }
+
+    /// The key of `value` (whose first 16 bytes are `value_head`, whose hash is
+    /// `value_hash`), added if new; `None` once the dictionary page would exceed the limit.
+    #[inline]
+    fn intern(&mut self, value: &[u8], value_head: [u64; 2], value_hash: u64) -> Option<u32> {
         let value_len = u32::try_from(value.len()).ok()?;
-        let (bytes, ends, hasher, seed) = (&self.bytes, &self.ends, &self.hasher, self.seed);
-        let found = self.table.entry(
-            value_hash,
-            |slot| {
-                slot.head == value_head
-                    && slot.len == value_len
-                    && (value.len() <= 16 || entry(bytes, ends, slot.key)[16..] == value[16..])
-            },
-            |slot| hash(hasher, seed, slot.head, entry(bytes, ends, slot.key)),
-        );
-        match found {
-            hashbrown::hash_table::Entry::Occupied(o) => Some(o.get().key),
-            hashbrown::hash_table::Entry::Vacant(v) => {
-                self.plain_size += 4 + value.len();
-                if self.plain_size > self.limit {
-                    return None;
-                }
-                let key = u32::try_from(self.ends.len() - 1).ok()?;
-                self.bytes.extend_from_slice(value);
-                self.ends.push(self.bytes.len());
-                self.order.push(value_head[0].swap_bytes());
-                v.insert(Slot {
-                    head: value_head,
-                    len: value_len,
-                    key,
-                });
-                Some(key)
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(value_hash);
+        loop {
+            let slot = self.slots[i];
+            if slot.key == EMPTY {
+                break;
             }
+            if slot.head == value_head
+                && slot.len == value_len
+                && (value.len() <= 16 || self.entry(slot.key)[16..] == value[16..])
+            {
+                return Some(slot.key);
+            }
+            i = (i + 1) & mask;
+        }
+        self.plain_size += 4 + value.len();
+        if self.plain_size > self.limit {
+            return None;
+        }
+        let key = u32::try_from(self.ends.len() - 1)
+            .ok()
+            .filter(|&k| k != EMPTY)?;
+        self.bytes.extend_from_slice(value);
+        self.ends.push(self.bytes.len());
+        self.order.push(value_head[0].swap_bytes());
+        let slot = Slot {
+            head: value_head,
+            len: value_len,
+            key,
+        };
+        if 2 * (key as usize + 1) > self.slots.len() {
+            self.grow();
+            self.place(slot, value_hash);
+        } else {
+            self.slots[i] = slot;
+        }
+        Some(key)
+    }
+
+    /// Puts `slot` in the first empty slot from its hash's home.
+    fn place(&mut self, slot: Slot, slot_hash: u64) {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(slot_hash);
+        while self.slots[i].key != EMPTY {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = slot;
+    }
+
+    /// Doubles the table and places every entry again.
+    fn grow(&mut self) {
+        let doubled = vec![EMPTY_SLOT; self.slots.len() * 2];
+        let old = std::mem::replace(&mut self.slots, doubled);
+        for slot in old.into_iter().filter(|s| s.key != EMPTY) {
+            let slot_hash = self.hash(self.entry(slot.key), slot.head);
+            self.place(slot, slot_hash);
         }
     }
 
@@ -285,7 +356,9 @@ impl Keyed {
     fn add<'a>(&mut self, values: impl Iterator<Item = Option<&'a str>>, nullable: bool) -> bool {
         for value in values {
             if let Some(v) = value {
-                match self.dictionary.intern(v.as_bytes(), head(v.as_bytes())) {
+                let (value, value_head) = (v.as_bytes(), head(v.as_bytes()));
+                let value_hash = self.dictionary.hash(value, value_head);
+                match self.dictionary.intern(value, value_head, value_hash) {
                     Some(key) => self.keys.push(key),
                     None => return false,
                 }
@@ -308,24 +381,40 @@ impl Keyed {
             return self.add(array.iter(), nullable);
         }
         let data = array.values().as_slice();
+        let offsets = array.value_offsets();
         // The last value of up to 16 bytes (its head and length) and its key: a repeat of it,
         // as in an N-D array's coordinate column, costs one comparison and no probe.
         let mut last = ([u64::MAX; 2], usize::MAX, 0);
-        for w in array.value_offsets().windows(2) {
-            let (start, end) = (w[0].as_usize(), w[1].as_usize());
-            let value_head = head_in(data, start, end);
-            if value_head == last.0 && end - start == last.1 {
-                self.keys.push(last.2);
-                continue;
+        let mut batch = [([0u64; 2], 0u64); BATCH];
+        for first in (0..array.len()).step_by(BATCH) {
+            let rows = first..(first + BATCH).min(array.len());
+            // Prefetch every row's home slot first, so that their cache misses (the table is
+            // larger than L2) overlap instead of following one another.
+            for (row, hashed) in rows.clone().zip(batch.iter_mut()) {
+                let (start, end) = (offsets[row].as_usize(), offsets[row + 1].as_usize());
+                let value_head = head_in(data, start, end);
+                let value_hash = self.dictionary.hash(&data[start..end], value_head);
+                prefetch(&self.dictionary.slots[self.dictionary.home(value_hash)]);
+                *hashed = (value_head, value_hash);
             }
-            match self.dictionary.intern(&data[start..end], value_head) {
-                Some(key) => {
-                    self.keys.push(key);
-                    if end - start <= 16 {
-                        last = (value_head, end - start, key);
-                    }
+            for (row, &(value_head, value_hash)) in rows.zip(batch.iter()) {
+                let (start, end) = (offsets[row].as_usize(), offsets[row + 1].as_usize());
+                if value_head == last.0 && end - start == last.1 {
+                    self.keys.push(last.2);
+                    continue;
                 }
-                None => return false,
+                match self
+                    .dictionary
+                    .intern(&data[start..end], value_head, value_hash)
+                {
+                    Some(key) => {
+                        self.keys.push(key);
+                        if end - start <= 16 {
+                            last = (value_head, end - start, key);
+                        }
+                    }
+                    None => return false,
+                }
             }
         }
         if nullable {
