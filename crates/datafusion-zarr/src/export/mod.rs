@@ -26,6 +26,7 @@ mod compress;
 mod copy;
 mod delta;
 mod numbers;
+mod prefetch;
 mod rle;
 mod strings;
 mod writer;

@@ -24,6 +24,7 @@ use parquet::file::statistics::{Statistics, ValueStatistics};
 use parquet::schema::types::ColumnDescPtr;
 
 use super::chunk::{self, BoundaryOrderTracker, ChunkWriter, DataPage, EncodedChunk};
+use super::prefetch::prefetch;
 use super::{delta, rle};
 
 /// How a column's values are stored and ordered.
@@ -187,7 +188,10 @@ pub(super) fn supported(
 /// The distinct values of a column chunk, in order of first appearance, and a hash table from
 /// value to key.
 struct Dictionary {
-    table: hashbrown::HashTable<Slot>,
+    /// An open-addressing table with linear probing, a power of two long, at most half full;
+    /// ours rather than hashbrown's for the same reason as `strings.rs`'s: a batch of rows
+    /// prefetches its slots before probing them.
+    slots: Vec<Slot>,
     /// Entry `k`'s bits.
     values: Vec<u64>,
 }
@@ -196,8 +200,20 @@ struct Dictionary {
 #[derive(Clone, Copy)]
 struct Slot {
     bits: u64,
+    /// [`EMPTY`] in an empty slot.
     key: u32,
 }
+
+/// The key of an empty slot (a dictionary page holds far fewer entries).
+const EMPTY: u32 = u32::MAX;
+
+const EMPTY_SLOT: Slot = Slot {
+    bits: 0,
+    key: EMPTY,
+};
+
+/// Rows whose slots are prefetched together before they are probed.
+const BATCH: usize = 16;
 
 /// foldhash's folded multiply of `bits` by a constant: one multiplication per value.
 #[inline]
@@ -207,25 +223,71 @@ fn hash(bits: u64) -> u64 {
 }
 
 impl Dictionary {
+    fn new() -> Self {
+        Self {
+            slots: vec![EMPTY_SLOT; 1024],
+            values: Vec::new(),
+        }
+    }
+
+    /// Empties the dictionary, keeping its memory.
+    fn reset(&mut self) {
+        self.slots.fill(EMPTY_SLOT);
+        self.values.clear();
+    }
+
+    /// The slot a probe for `bits` starts at.
+    #[inline]
+    fn home(&self, bits: u64) -> usize {
+        hash(bits) as usize & (self.slots.len() - 1)
+    }
+
     /// The key of `bits`, added if new; `None` once the dictionary holds `limit` entries.
     #[inline]
     fn intern(&mut self, bits: u64, limit: usize) -> Option<u32> {
-        let values = &self.values;
-        let found = self
-            .table
-            .entry(hash(bits), |slot| slot.bits == bits, |slot| hash(slot.bits));
-        match found {
-            hashbrown::hash_table::Entry::Occupied(o) => Some(o.get().key),
-            hashbrown::hash_table::Entry::Vacant(v) => {
-                if values.len() >= limit {
-                    return None;
-                }
-                let key = u32::try_from(values.len()).ok()?;
-                v.insert(Slot { bits, key });
-                self.values.push(bits);
-                Some(key)
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(bits);
+        loop {
+            let slot = self.slots[i];
+            if slot.key == EMPTY {
+                break;
             }
+            if slot.bits == bits {
+                return Some(slot.key);
+            }
+            i = (i + 1) & mask;
         }
+        if self.values.len() >= limit {
+            return None;
+        }
+        let key = u32::try_from(self.values.len())
+            .ok()
+            .filter(|&k| k != EMPTY)?;
+        self.values.push(bits);
+        if 2 * self.values.len() > self.slots.len() {
+            let doubled = vec![EMPTY_SLOT; self.slots.len() * 2];
+            self.slots = doubled;
+            for key in 0..self.values.len() {
+                let bits = self.values[key];
+                self.place(Slot {
+                    bits,
+                    key: key as u32,
+                });
+            }
+        } else {
+            self.slots[i] = Slot { bits, key };
+        }
+        Some(key)
+    }
+
+    /// Puts `slot` in the first empty slot from its home.
+    fn place(&mut self, slot: Slot) {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(slot.bits);
+        while self.slots[i].key != EMPTY {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = slot;
     }
 }
 
@@ -394,8 +456,6 @@ fn key_values(
     limit: usize,
     keys: &mut Vec<u32>,
 ) -> bool {
-    dictionary.table.clear();
-    dictionary.values.clear();
     keys.clear();
     keys.reserve(bits.len());
     let (mut last_bits, mut last_key) = match bits.first() {
@@ -405,14 +465,19 @@ fn key_values(
         },
         None => return true,
     };
-    for &value in bits {
-        if value != last_bits {
-            match dictionary.intern(value, limit) {
-                Some(key) => (last_bits, last_key) = (value, key),
-                None => return false,
-            }
+    for batch in bits.chunks(BATCH) {
+        for &value in batch {
+            prefetch(&dictionary.slots[dictionary.home(value)]);
         }
-        keys.push(last_key);
+        for &value in batch {
+            if value != last_bits {
+                match dictionary.intern(value, limit) {
+                    Some(key) => (last_bits, last_key) = (value, key),
+                    None => return false,
+                }
+            }
+            keys.push(last_key);
+        }
     }
     true
 }
@@ -438,12 +503,8 @@ pub(super) fn encode(
     gather_rows(arrays, scratch)?;
     let rows: usize = arrays.iter().map(|a| a.len()).sum();
     let limit = props.column_dictionary_page_size_limit(path) / layout.width;
-    let dictionary = scratch.dictionary.get_or_insert_with(|| Dictionary {
-        table: hashbrown::HashTable::new(),
-        values: Vec::new(),
-    });
-    dictionary.table.clear();
-    dictionary.values.clear();
+    let dictionary = scratch.dictionary.get_or_insert_with(Dictionary::new);
+    dictionary.reset();
     let keyed = mode == Mode::Dictionary
         && !clearly_over(&scratch.bits, limit, &mut scratch.sample)
         && key_values(dictionary, &scratch.bits, limit, &mut scratch.keys);
@@ -637,6 +698,37 @@ mod tests {
         assert!(o[0] < o[1] && o[1] < o[2] && o[2] < o[3]);
         assert_eq!(f64::from_bits(double.bits(o[0], false)), -2.0);
         assert_eq!(double.order(f64::NAN.to_bits()), None);
+    }
+
+    /// The sampled estimate says "clearly over" for mostly distinct values and never for a
+    /// column whose dictionary fits, however many rows repeat it; the exact interning agrees.
+    #[test]
+    fn hopeless_dictionaries_are_recognised_and_fitting_ones_kept() {
+        let mut sample = Default::default();
+        let limit = 10_000;
+        let distinct: Vec<u64> = (0..200_000u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9))
+            .collect();
+        assert!(clearly_over(&distinct, limit, &mut sample));
+        // 9,999 distinct values, cycled over 200,000 rows: the dictionary fits.
+        let cycle: Vec<u64> = (0..200_000u64).map(|i| i % 9_999).collect();
+        assert!(!clearly_over(&cycle, limit, &mut sample));
+        let mut dictionary = Dictionary::new();
+        let mut keys = Vec::new();
+        assert!(key_values(&mut dictionary, &cycle, limit, &mut keys));
+        assert_eq!(dictionary.values.len(), 9_999);
+        assert!(
+            keys.iter()
+                .zip(&cycle)
+                .all(|(&k, &v)| dictionary.values[k as usize] == v)
+        );
+        // Over the limit but not twice over: left to the exact interning, which overflows.
+        let over: Vec<u64> = (0..200_000u64).map(|i| i % 15_000).collect();
+        assert!(!clearly_over(&over, limit, &mut sample));
+        dictionary.reset();
+        assert!(!key_values(&mut dictionary, &over, limit, &mut keys));
+        // Too few rows to be twice over.
+        assert!(!clearly_over(&distinct[..20_000], limit, &mut sample));
     }
 
     #[test]

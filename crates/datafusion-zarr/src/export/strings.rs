@@ -24,6 +24,7 @@ use parquet::file::statistics::{Statistics, ValueStatistics};
 use parquet::schema::types::ColumnDescPtr;
 
 use super::chunk::{self, BoundaryOrderTracker, ChunkWriter, DataPage, EncodedChunk};
+use super::prefetch::prefetch;
 use super::rle;
 
 /// Whether [`encode`] may write this column: a top-level string column with the dictionary
@@ -88,21 +89,6 @@ const EMPTY_SLOT: Slot = Slot {
 
 /// Rows whose slots are prefetched together before they are probed.
 const BATCH: usize = 16;
-
-/// Asks the CPU to bring `slot` into cache without waiting for it. A demand load instead
-/// (tried) stalls the reorder buffer on each miss; std has no stable safe prefetch.
-#[inline(always)]
-fn prefetch(slot: &Slot) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU has; a prefetch never faults
-    // and reads nothing into the program, and `slot` is a valid reference anyway.
-    unsafe {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        _mm_prefetch::<_MM_HINT_T0>((slot as *const Slot).cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = slot;
-}
 
 /// The first 16 bytes of `value`, zero-padded.
 #[inline]
