@@ -25,6 +25,7 @@ mod chunk;
 mod compress;
 mod copy;
 mod delta;
+mod fixed_dictionary;
 mod numbers;
 mod prefetch;
 mod rle;
