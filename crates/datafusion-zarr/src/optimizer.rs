@@ -2,7 +2,11 @@
 //! partitions of a Zarr scan, each already in index order, is replaced by the scan's single
 //! partition in index order ([`ZarrScanExec::in_index_order`]), whose lanes decode at once and
 //! whose units are emitted in order, so no row is compared. `ORDER BY` on the index columns,
-//! `COPY … TO` (which keeps the scan's order) and `zarr-sql export` plan this way.
+//! `COPY … TO` (which keeps the scan's order) and `zarr-sql export` plan this way. Likewise a
+//! `CoalescePartitionsExec` directly over a scan (COPY of a table with no index order, such as
+//! an array chunked along two dimensions) becomes the scan's single partition in unit order,
+//! so that the file's rows come in the same order every time ([`in_unit_order`] does the same
+//! for a plan executed as one stream, as exports are).
 
 use std::sync::Arc;
 
@@ -11,6 +15,8 @@ use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::error::Result;
 use datafusion::physical_expr::LexOrdering;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::coop::CooperativeExec;
 use datafusion::physical_plan::execution_plan::replace_children_if_necessary;
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::projection::ProjectionExec;
@@ -35,6 +41,15 @@ impl PhysicalOptimizerRule for OrderedZarrScan {
         _config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         plan.transform_down(|node| {
+            if let Some(coalesce) = node.downcast_ref::<CoalescePartitionsExec>() {
+                if coalesce.fetch().is_some() {
+                    return Ok(Transformed::no(node));
+                }
+                return Ok(match in_unit_order(coalesce.input())? {
+                    Some(input) => Transformed::yes(input),
+                    None => Transformed::no(node),
+                });
+            }
             let Some(merge) = node.downcast_ref::<SortPreservingMergeExec>() else {
                 return Ok(Transformed::no(node));
             };
@@ -71,21 +86,33 @@ fn ordered_input(
     if !satisfied {
         return Ok(None);
     }
-    over_ordered_scan(plan)
+    over_scan(plan, &ZarrScanExec::in_index_order)
 }
 
-fn over_ordered_scan(plan: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+/// `plan` as one partition whose rows come in a fixed order (its scan's units in id order),
+/// when `plan` is a Zarr scan of several partitions under projections, filters and cooperative
+/// wrappers only.
+pub fn in_unit_order(plan: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+    over_scan(plan, &ZarrScanExec::in_unit_order)
+}
+
+/// `plan` rebuilt over `single(scan)`, when `plan` is a Zarr scan under projections, filters
+/// and DataFusion's cooperative-scheduling wrapper only (which keep the order of their input,
+/// partition by partition) and `single` gives one.
+fn over_scan(
+    plan: &Arc<dyn ExecutionPlan>,
+    single: &dyn Fn(&ZarrScanExec) -> Option<ZarrScanExec>,
+) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     if let Some(scan) = plan.downcast_ref::<ZarrScanExec>() {
-        return Ok(scan
-            .in_index_order()
-            .map(|s| Arc::new(s) as Arc<dyn ExecutionPlan>));
+        return Ok(single(scan).map(|s| Arc::new(s) as Arc<dyn ExecutionPlan>));
     }
-    let keeps_order = plan.is::<ProjectionExec>() || plan.is::<FilterExec>();
+    let keeps_order =
+        plan.is::<ProjectionExec>() || plan.is::<FilterExec>() || plan.is::<CooperativeExec>();
     let children = plan.children();
     let ([child], true) = (children.as_slice(), keeps_order) else {
         return Ok(None);
     };
-    match over_ordered_scan(child)? {
+    match over_scan(child, single)? {
         Some(child) => Ok(Some(replace_children_if_necessary(
             Arc::clone(plan),
             vec![child],

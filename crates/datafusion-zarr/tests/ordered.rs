@@ -139,3 +139,56 @@ async fn a_failing_chunk_in_any_lane_fails_the_query() {
         std::fs::write(&chunk, original).unwrap();
     }
 }
+
+/// A table with no index order (2-D arrays chunked along both dimensions) is written by COPY
+/// and by `write_parquet` in one fixed order, chunk by chunk, whatever the partition count:
+/// the order of a one-partition scan, rather than partitions merged as they come.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_without_index_order_are_written_in_a_fixed_order() {
+    use datafusion_zarr::export::{ParquetExport, write_parquet};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+    let read = |path: &std::path::Path| -> String {
+        let file = std::fs::File::open(path).unwrap();
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap();
+        let batches: Vec<_> = reader.map(|b| b.unwrap()).collect();
+        pretty_format_batches(&batches).unwrap().to_string()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for case in ["06_2d_transpose_dimnames", "16_zarr_v2_U12_2d_blosc_fill"] {
+        let store = corpus_store(case);
+        let sql = format!("SELECT * FROM read_zarr('{store}')");
+        let expected = rows(&session(1, true), &sql).await.unwrap();
+        assert!(expected.lines().count() > 60, "{case}: {expected}");
+        for partitions in [2, 3, 4] {
+            let ctx = session(partitions, true);
+            let file = dir.path().join(format!("{case}-{partitions}.parquet"));
+            let copy = format!("COPY ({sql}) TO '{}'", file.display());
+            let shown = plan(&ctx, &copy).await;
+            assert!(shown.contains("ordered_lanes="), "{shown}");
+            assert!(!shown.contains("CoalescePartitionsExec"), "{shown}");
+            query(&ctx, &copy).await.unwrap();
+            assert_eq!(
+                read(&file),
+                expected,
+                "{case}, COPY, {partitions} partitions"
+            );
+
+            let exported = dir
+                .path()
+                .join(format!("{case}-{partitions}-export.parquet"));
+            let df = ctx.sql(&sql).await.unwrap();
+            write_parquet(df, &exported, &ParquetExport::default())
+                .await
+                .unwrap();
+            assert_eq!(
+                read(&exported),
+                expected,
+                "{case}, export, {partitions} partitions"
+            );
+        }
+    }
+}

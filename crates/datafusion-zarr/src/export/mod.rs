@@ -327,6 +327,12 @@ pub async fn write_parquet(df: DataFrame, target: &Path, export: &ParquetExport)
     let options = export.writer_options()?;
     let task = df.task_ctx();
     let plan = df.create_physical_plan().await?;
+    // Several partitions would be merged as they come: a Zarr scan's own single partition in
+    // unit order gives the same rows in the same order every time.
+    let plan = match plan.output_partitioning().partition_count() {
+        1 => plan,
+        _ => crate::optimizer::in_unit_order(&plan)?.unwrap_or(plan),
+    };
     let sorting = match plan.output_partitioning().partition_count() {
         1 => plan.output_ordering(),
         _ => None,

@@ -200,7 +200,16 @@ impl ZarrScanExec {
     /// ordered, when there is only one, or with a limit (which reads one partition already).
     pub fn in_index_order(&self) -> Option<Self> {
         let ordered = self.properties.output_ordering().is_some();
-        if !ordered || self.partitions.len() < 2 || self.limit.is_some() || self.lanes > 0 {
+        ordered.then(|| self.in_unit_order()).flatten()
+    }
+
+    /// This scan as one partition whose rows come unit by unit in id order, decoded by one lane
+    /// per partition: index order when the partitions are each in index order
+    /// ([`ZarrScanExec::in_index_order`]), and a fixed order (chunk by chunk) for any table,
+    /// where merging the partitions as they come would not be. `None` when there is only one
+    /// partition, or with a limit.
+    pub fn in_unit_order(&self) -> Option<Self> {
+        if self.partitions.len() < 2 || self.limit.is_some() || self.lanes > 0 {
             return None;
         }
         let mut scan = self.with_filters(self.raw_filters.as_ref().clone());
