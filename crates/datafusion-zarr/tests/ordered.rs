@@ -142,7 +142,8 @@ async fn a_failing_chunk_in_any_lane_fails_the_query() {
 
 /// A table with no index order (2-D arrays chunked along both dimensions) is written by COPY
 /// and by `write_parquet` in one fixed order, chunk by chunk, whatever the partition count:
-/// the order of a one-partition scan, rather than partitions merged as they come.
+/// the order of a one-partition scan, rather than partitions merged as they come; and the
+/// export's file is the same bytes every time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tables_without_index_order_are_written_in_a_fixed_order() {
     use datafusion_zarr::export::{ParquetExport, write_parquet};
@@ -158,11 +159,19 @@ async fn tables_without_index_order_are_written_in_a_fixed_order() {
         pretty_format_batches(&batches).unwrap().to_string()
     };
     let dir = tempfile::tempdir().unwrap();
+    // Several footer entries, which DataFusion's options keep in a hash map.
+    let export = ParquetExport {
+        metadata: ["a", "b", "c", "d", "e"]
+            .map(|k| (format!("zarr.{k}"), k.repeat(3)))
+            .to_vec(),
+        ..ParquetExport::default()
+    };
     for case in ["06_2d_transpose_dimnames", "16_zarr_v2_U12_2d_blosc_fill"] {
         let store = corpus_store(case);
         let sql = format!("SELECT * FROM read_zarr('{store}')");
         let expected = rows(&session(1, true), &sql).await.unwrap();
         assert!(expected.lines().count() > 60, "{case}: {expected}");
+        let mut first_bytes: Option<Vec<u8>> = None;
         for partitions in [2, 3, 4] {
             let ctx = session(partitions, true);
             let file = dir.path().join(format!("{case}-{partitions}.parquet"));
@@ -181,13 +190,18 @@ async fn tables_without_index_order_are_written_in_a_fixed_order() {
                 .path()
                 .join(format!("{case}-{partitions}-export.parquet"));
             let df = ctx.sql(&sql).await.unwrap();
-            write_parquet(df, &exported, &ParquetExport::default())
-                .await
-                .unwrap();
+            write_parquet(df, &exported, &export).await.unwrap();
             assert_eq!(
                 read(&exported),
                 expected,
                 "{case}, export, {partitions} partitions"
+            );
+            // The same bytes every time, footer included (its key-value pairs are sorted).
+            let bytes = std::fs::read(&exported).unwrap();
+            let first = first_bytes.get_or_insert_with(|| bytes.clone());
+            assert!(
+                *first == bytes,
+                "{case}, {partitions} partitions: other bytes"
             );
         }
     }

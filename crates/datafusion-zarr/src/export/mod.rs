@@ -40,6 +40,7 @@ use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::physical_plan::{ExecutionPlanProperties, execute_stream};
 use datafusion::prelude::DataFrame;
+use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterPropertiesBuilder;
 
 pub use copy::{ParquetFormatWithZarrWriter, ParquetFormatWithZarrWriterFactory};
@@ -356,7 +357,16 @@ async fn write_stream_to(
     if !options.global.skip_arrow_metadata {
         options.arrow_schema(&stream.schema());
     }
+    // The footer's key-value pairs sorted by key (DataFusion's options hold them in a hash
+    // map), so that the same export writes the same bytes every time.
+    let mut key_values: Vec<KeyValue> = options
+        .key_value_metadata
+        .iter()
+        .map(|(key, value)| KeyValue::new(key.clone(), value.clone()))
+        .collect();
+    key_values.sort_by(|a, b| a.key.cmp(&b.key));
     let props = WriterPropertiesBuilder::try_from(&options)?
+        .set_key_value_metadata((!key_values.is_empty()).then_some(key_values))
         .set_sorting_columns(sorting)
         .build();
     let file = std::fs::File::create(atomic.temp_path()).map_err(|e| {
