@@ -5,6 +5,8 @@
 //! them here is a few instructions. The format is the Parquet specification's (Encodings.md,
 //! "Delta Encoding"), with parquet-rs's shape: blocks of 128 values in 4 miniblocks of 32.
 
+use super::rle::uleb128;
+
 /// Values per block.
 const BLOCK: usize = 128;
 /// Miniblocks per block.
@@ -85,14 +87,6 @@ fn pack(values: impl Iterator<Item = u64>, bits: usize, out: &mut Vec<u8>) {
 
 fn zigzag(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
-}
-
-fn uleb128(mut v: u64, out: &mut Vec<u8>) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
 }
 
 #[cfg(test)]

@@ -67,8 +67,8 @@ fn bit_pack(values: &[u32], bit_width: u8, out: &mut Vec<u8>) {
     }
 }
 
-/// Unsigned LEB128, the hybrid encoding's header format.
-fn uleb128(mut value: u64, out: &mut Vec<u8>) {
+/// Unsigned LEB128, the hybrid encoding's header format (and the delta encoding's, `delta.rs`).
+pub(super) fn uleb128(mut value: u64, out: &mut Vec<u8>) {
     while value >= 0x80 {
         out.push((value as u8) | 0x80);
         value >>= 7;
