@@ -333,10 +333,13 @@ pub(super) fn encode(
     let rows: usize = arrays.iter().map(|a| a.len()).sum();
     let limit = props.column_dictionary_page_size_limit(path) / layout.width;
     let dictionary = scratch.dictionary.get_or_insert_with(Dictionary::new);
-    dictionary.reset();
-    let keyed = mode == Mode::Dictionary
-        && !clearly_over(&scratch.bits, limit, &mut scratch.sample)
-        && key_values(dictionary, &scratch.bits, limit, &mut scratch.keys);
+    // The dictionary (and its slot table, which may have grown) is cleared only for a chunk
+    // that tries it: PLAIN and delta columns never read it.
+    let keyed =
+        mode == Mode::Dictionary && !clearly_over(&scratch.bits, limit, &mut scratch.sample) && {
+            dictionary.reset();
+            key_values(dictionary, &scratch.bits, limit, &mut scratch.keys)
+        };
     let bit_width = rle::bit_width(dictionary.values.len().saturating_sub(1) as u32);
 
     let page_limit = props.column_data_page_size_limit(path);

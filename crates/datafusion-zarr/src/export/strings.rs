@@ -290,9 +290,6 @@ struct Keyed {
 /// not fault in megabytes of fresh pages).
 pub(super) struct Scratch {
     keyed: Keyed,
-    /// Per dictionary entry, the stamp of the last page it was seen in (two bytes each, so
-    /// that the table stays in cache; cleared when the stamps wrap).
-    seen: Vec<u16>,
 }
 
 impl Default for Scratch {
@@ -304,7 +301,6 @@ impl Default for Scratch {
                 valid: Vec::new(),
                 rows: 0,
             },
-            seen: Vec::new(),
         }
     }
 }
@@ -368,37 +364,39 @@ impl Keyed {
         }
         let data = array.values().as_slice();
         let offsets = array.value_offsets();
-        // The last value of up to 16 bytes (its head and length) and its key: a repeat of it,
-        // as in an N-D array's coordinate column, costs one comparison and no probe.
-        let mut last = ([u64::MAX; 2], usize::MAX, 0);
+        // A value of up to 16 bytes equal to the row before it (as in an N-D array's coordinate
+        // columns, runs of one value) takes the previous row's key: no hash, no probe.
+        let mut previous = ([u64::MAX; 2], usize::MAX);
         let mut batch = [([0u64; 2], 0u64); BATCH];
         for first in (0..array.len()).step_by(BATCH) {
             let rows = first..(first + BATCH).min(array.len());
-            // Prefetch every row's home slot first, so that their cache misses (the table is
-            // larger than L2) overlap instead of following one another.
-            for (row, hashed) in rows.clone().zip(batch.iter_mut()) {
+            let mut repeats = 0u32;
+            // Prefetch the home slot of every row but the repeats first, so that their cache
+            // misses (the table is larger than L2) overlap instead of following one another.
+            // (Hashing a batch ahead of the probes of the one before measured no faster.)
+            for (i, (row, hashed)) in rows.clone().zip(batch.iter_mut()).enumerate() {
                 let (start, end) = (offsets[row].as_usize(), offsets[row + 1].as_usize());
-                let value_head = head_in(data, start, end);
-                let value_hash = self.dictionary.hash(&data[start..end], value_head);
-                prefetch(&self.dictionary.slots[self.dictionary.home(value_hash)]);
-                *hashed = (value_head, value_hash);
-            }
-            for (row, &(value_head, value_hash)) in rows.zip(batch.iter()) {
-                let (start, end) = (offsets[row].as_usize(), offsets[row + 1].as_usize());
-                if value_head == last.0 && end - start == last.1 {
-                    self.keys.push(last.2);
+                let value = (head_in(data, start, end), end - start);
+                if value == previous && value.1 <= 16 {
+                    repeats |= 1 << i;
                     continue;
                 }
-                match self
-                    .dictionary
-                    .intern(&data[start..end], value_head, value_hash)
-                {
-                    Some(key) => {
-                        self.keys.push(key);
-                        if end - start <= 16 {
-                            last = (value_head, end - start, key);
-                        }
+                previous = value;
+                let value_hash = self.dictionary.hash(&data[start..end], value.0);
+                prefetch(&self.dictionary.slots[self.dictionary.home(value_hash)]);
+                *hashed = (value.0, value_hash);
+            }
+            for (i, (row, &(value_head, value_hash))) in rows.zip(batch.iter()).enumerate() {
+                let key = match self.keys.last() {
+                    Some(&key) if repeats & (1 << i) != 0 => Some(key),
+                    _ => {
+                        let (start, end) = (offsets[row].as_usize(), offsets[row + 1].as_usize());
+                        self.dictionary
+                            .intern(&data[start..end], value_head, value_hash)
                     }
+                };
+                match key {
+                    Some(key) => self.keys.push(key),
                     None => return false,
                 }
             }
@@ -441,10 +439,6 @@ pub(super) fn encode(
     };
     chunk.dictionary_page(dictionary.plain_page()?, dictionary.len())?;
 
-    let seen = &mut scratch.seen;
-    seen.clear();
-    seen.resize(dictionary.len(), 0);
-    let mut stamp = 0u16;
     let mut arrays_rows = RowRanges::new(arrays);
     let mut boundary = BoundaryOrderTracker::new();
     let mut chunk_min_max: Option<(u32, u32)> = None;
@@ -457,14 +451,7 @@ pub(super) fn encode(
         };
         let values = valid.map_or(rows, |v| v.iter().filter(|&&b| b).count());
         let page_keys = &keyed.keys[key..key + values];
-        stamp = match stamp.checked_add(1) {
-            Some(next) => next,
-            None => {
-                seen.fill(0);
-                1
-            }
-        };
-        let page_min_max = page_min_max(dictionary, page_keys, seen, stamp);
+        let page_min_max = page_min_max(dictionary, page_keys);
         let min_max = match page_min_max {
             None => None,
             Some((min, max)) => {
@@ -525,33 +512,27 @@ pub(super) fn encode(
     chunk.finish(statistics, boundary.order()).map(Some)
 }
 
-/// The keys of the page's smallest and largest values (by bytes), comparing each distinct key
-/// once (`seen` marks the keys met in page `stamp`) and by its 8-byte prefix, held in registers,
-/// unless prefixes tie.
-fn page_min_max(
-    dictionary: &Dictionary,
-    keys: &[u32],
-    seen: &mut [u16],
-    stamp: u16,
-) -> Option<(u32, u32)> {
+/// The keys of the page's smallest and largest values (by bytes), comparing 8-byte prefixes
+/// held in registers and the whole values only when prefixes tie. Every key is compared, with
+/// branches that settle after the page's first rows (a key equal to the minimum or maximum so far
+/// is passed over), which costs less than remembering the keys already compared.
+fn page_min_max(dictionary: &Dictionary, keys: &[u32]) -> Option<(u32, u32)> {
     let (&first, rest) = keys.split_first()?;
-    seen[first as usize] = stamp;
     let (mut min, mut max) = (first, first);
     let (mut min_head, mut max_head) = (
         dictionary.order[first as usize],
         dictionary.order[first as usize],
     );
     for &key in rest {
-        let k = key as usize;
-        if seen[k] == stamp {
-            continue;
-        }
-        seen[k] = stamp;
-        let head = dictionary.order[k];
-        if head < min_head || (head == min_head && dictionary.entry(key) < dictionary.entry(min)) {
+        let head = dictionary.order[key as usize];
+        if head <= min_head
+            && (head < min_head || (key != min && dictionary.entry(key) < dictionary.entry(min)))
+        {
             (min, min_head) = (key, head);
         }
-        if head > max_head || (head == max_head && dictionary.entry(key) > dictionary.entry(max)) {
+        if head >= max_head
+            && (head > max_head || (key != max && dictionary.entry(key) > dictionary.entry(max)))
+        {
             (max, max_head) = (key, head);
         }
     }
