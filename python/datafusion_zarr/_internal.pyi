@@ -1,5 +1,6 @@
 """Type stubs of the native module ``datafusion_zarr._internal``."""
 
+import os
 from typing import Any, Literal
 
 DATAFUSION_VERSION: str
@@ -70,6 +71,42 @@ class ZarrTable:
     @property
     def index_columns(self) -> list[str]:
         """The index columns (element indexes along a dimension, ``uint64``)."""
+    def to_parquet(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        columns: list[str] | None = None,
+        where: str | None = None,
+        compression: Literal["zstd", "snappy", "lz4", "gzip", "none"] = "zstd",
+        compression_level: int | None = None,
+        row_group_size: int | None = None,
+        threads: int | None = None,
+    ) -> int:
+        """Writes the rows to the Parquet file ``path``; returns the number of rows written.
+
+        The export of ``zarr-sql export``: rows in index order, strings dictionary-encoded and
+        index columns delta-encoded by the crate's own Parquet writer, row groups encoded in
+        parallel, the store, path and Zarr metadata in the footer (``zarr.store``,
+        ``zarr.path``, ``zarr.metadata``). The file is written beside ``path`` and renamed over
+        it only when complete: an error or Ctrl-C (``KeyboardInterrupt``, which cancels the
+        export) leaves no partial file and keeps an existing one. The GIL is released while it
+        runs. It uses a session of its own: ``COPY ... TO`` in a datafusion-python session
+        writes with DataFusion's writer instead.
+
+        Args:
+            path: the Parquet file to write (replaced atomically).
+            columns: the columns to write, in this order (default: all).
+            where: a SQL predicate the rows must satisfy, e.g. ``"value LIKE 'Ber%'"``.
+            compression: ``lz4`` is Parquet's ``LZ4_RAW``.
+            compression_level: zstd 1-22, gzip 0-9.
+            row_group_size: rows per row group (default 1,048,576).
+            threads: partitions of the scan and row groups encoded at once (default: the
+                cores).
+
+        Raises:
+            ZarrError: an unknown column or option, a predicate that does not parse, a store
+                or chunk that cannot be read, or a file that cannot be written.
+        """
     @staticmethod
     def _from_read_zarr(arguments: list[str]) -> ZarrTable:
         """The table of ``read_zarr('location' [, 'path' [, 'option', 'value', ...]])``."""

@@ -2,11 +2,13 @@
 //! which datafusion-python's `SessionContext` takes our table provider, table factory and
 //! Arrow streams (DataFusion's FFI, datafusion-ffi 55, and the Arrow PyCapsule interface).
 
+mod export;
 mod provider;
 mod runtime;
 mod stream;
 
 use std::ffi::CStr;
+use std::path::PathBuf;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -167,6 +169,39 @@ impl PyZarrTable {
                 .map(|f| f.name().as_str())
                 .collect::<Vec<_>>()
         )
+    }
+
+    /// Writes the rows to the Parquet file `path` with the export's writer (see the stub's
+    /// docstring); returns the number of rows written.
+    #[pyo3(signature = (
+        path, *, columns=None, r#where=None, compression="zstd", compression_level=None,
+        row_group_size=None, threads=None
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn to_parquet(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        columns: Option<Vec<String>>,
+        r#where: Option<String>,
+        compression: &str,
+        compression_level: Option<u32>,
+        row_group_size: Option<usize>,
+        threads: Option<usize>,
+    ) -> PyResult<u64> {
+        let request = export::ToParquet {
+            path,
+            columns: columns.unwrap_or_default(),
+            predicate: r#where,
+            compression: compression.parse().map_err(zarr_error)?,
+            compression_level,
+            row_group_size,
+            threads,
+        };
+        let table = self.table.clone();
+        runtime::run_interruptible(py, request.run(table))?
+            .map_err(zarr_error)?
+            .map_err(|e| zarr_error(export::describe(&e)))
     }
 
     /// The table for datafusion-python's `SessionContext.register_table`, with filter pushdown.

@@ -47,3 +47,40 @@ pub fn block_on<T: Send>(future: impl Future<Output = T> + Send) -> Result<T, St
         std::panic::catch_unwind(AssertUnwindSafe(|| rt.block_on(future))).map_err(panicked)
     }
 }
+
+/// Runs `future` as a task on the runtime while the calling Python thread waits without the
+/// GIL, looking every 100 ms for a signal, as Python code does between bytecodes. On Ctrl-C
+/// (or any signal handler that raises) the task is cancelled and waited for, so that its
+/// clean-up (an export's temporary file) is done before the exception reaches the caller.
+pub fn run_interruptible<T: Send + 'static>(
+    py: pyo3::Python<'_>,
+    future: impl Future<Output = T> + Send + 'static,
+) -> pyo3::PyResult<Result<T, String>> {
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return Ok(Err(e)),
+    };
+    let mut task = rt.spawn(future);
+    loop {
+        let waited = py.detach(|| {
+            block_on(async {
+                tokio::time::timeout(std::time::Duration::from_millis(100), &mut task).await
+            })
+        });
+        match waited {
+            Err(e) => return Ok(Err(e)),
+            Ok(Ok(Ok(output))) => return Ok(Ok(output)),
+            Ok(Ok(Err(e))) if e.is_panic() => {
+                return Ok(Err("a datafusion-zarr task panicked".to_string()));
+            }
+            Ok(Ok(Err(e))) => return Ok(Err(format!("a datafusion-zarr task failed: {e}"))),
+            Ok(Err(_elapsed)) => {
+                if let Err(signal) = py.check_signals() {
+                    task.abort();
+                    let _ = py.detach(|| block_on(async { (&mut task).await }));
+                    return Err(signal);
+                }
+            }
+        }
+    }
+}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pyarrow.parquet as pq
+
 from conftest import ROOT
 
 
@@ -19,3 +21,7 @@ def test_readme_python_example(monkeypatch) -> None:
     assert names and all(n.startswith("S") for n in names)
     assert scope["labels"].num_rows == 27
     assert scope["ctx"].sql("SELECT count(*) AS n FROM labels").to_pydict() == {"n": [27]}
+    exported = pq.read_table("/tmp/big_cities.parquet")
+    assert exported.column_names == ["name", "population"]
+    assert scope["rows"] == exported.num_rows > 0
+    assert all(p > 5_000_000 for p in exported.column("population").to_pylist())

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use datafusion::error::Result;
-use datafusion_zarr::export::{Compression, ParquetExport, write_parquet, write_parquet_with_sink};
+use datafusion_zarr::export::{
+    Compression, ParquetExport, export_frame, write_parquet, write_parquet_with_sink,
+};
 use datafusion_zarr::{ProgressCounter, ZarrOptions, ZarrTable};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -68,10 +70,6 @@ pub struct ExportArgs {
     scheduler: Option<String>,
 }
 
-fn quote(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
 /// Runs the export.
 pub async fn run(args: ExportArgs) -> Result<()> {
     // On a cluster the file is written by one task; a scan divided among several would send
@@ -102,29 +100,8 @@ pub async fn run(args: ExportArgs) -> Result<()> {
         parallelism: args.partitions,
         ..ParquetExport::for_table(&table)
     };
-    let order = table.row_order();
-    ctx.register_table("t", Arc::new(table))?;
-
-    let columns = if args.columns.is_empty() {
-        "*".to_string()
-    } else {
-        args.columns
-            .iter()
-            .map(|c| quote(c.trim()))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let mut sql = format!("SELECT {columns} FROM t");
-    if let Some(p) = &args.predicate {
-        sql.push_str(&format!(" WHERE {p}"));
-    }
-    // Rows in index order when the scan already yields them so (1-D arrays, arrays chunked by
-    // rows only): DataFusion then merges the sorted partitions instead of sorting.
-    if !order.is_empty() {
-        let keys: Vec<String> = order.iter().map(|c| quote(c)).collect();
-        sql.push_str(&format!(" ORDER BY {}", keys.join(", ")));
-    }
-    let df = ctx.sql(&sql).await?;
+    let columns: Vec<String> = args.columns.iter().map(|c| c.trim().to_string()).collect();
+    let df = export_frame(&ctx, Arc::new(table), &columns, args.predicate.as_deref())?;
 
     let start = Instant::now();
     let display = Display::start(&args, progress.clone());

@@ -37,9 +37,11 @@ use std::sync::Arc;
 
 use datafusion::common::config::{ParquetOptions, TableParquetOptions};
 use datafusion::dataframe::DataFrameWriteOptions;
+use datafusion::datasource::provider_as_source;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::LogicalPlanBuilder;
 use datafusion::physical_plan::{ExecutionPlanProperties, execute_stream};
-use datafusion::prelude::DataFrame;
+use datafusion::prelude::{DataFrame, SessionContext, ident};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterPropertiesBuilder;
 
@@ -319,6 +321,34 @@ impl Drop for AtomicTarget {
             self.clean_up();
         }
     }
+}
+
+/// The rows an export of `table` writes: `columns` (every column when empty), those satisfying
+/// the SQL `predicate`, in the table's row order (its index columns) when the scan yields one,
+/// so that DataFusion keeps that order without sorting. Shared by `zarr-sql export` and the
+/// Python binding's `ZarrTable.to_parquet`; the table is read through `ctx` under the name `t`
+/// (as `zarr-sql` names it, and as errors show it) without being registered there.
+pub fn export_frame(
+    ctx: &SessionContext,
+    table: Arc<ZarrTable>,
+    columns: &[String],
+    predicate: Option<&str>,
+) -> Result<DataFrame> {
+    let order = table.row_order();
+    let scan = LogicalPlanBuilder::scan("t", provider_as_source(table), None)?.build()?;
+    let mut df = DataFrame::new(ctx.state(), scan);
+    if let Some(predicate) = predicate {
+        let predicate = df.parse_sql_expr(predicate)?;
+        df = df.filter(predicate)?;
+    }
+    if !order.is_empty() {
+        df = df.sort(order.iter().map(|c| ident(c).sort(true, false)).collect())?;
+    }
+    if !columns.is_empty() {
+        let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
+        df = df.select_columns(&columns)?;
+    }
+    Ok(df)
 }
 
 /// Writes `df` to the Parquet file `target`, atomically, in the order of its rows, and returns
