@@ -80,3 +80,18 @@ def test_read_zarr_over_http_with_pushdown(ctx, http_root: str) -> None:
 def test_missing_remote_store_names_the_url(http_root: str) -> None:
     with pytest.raises(datafusion_zarr.ZarrError, match=r"127\.0\.0\.1.*no-such"):
         datafusion_zarr.ZarrTable(f"{http_root}/no-such.zarr", storage_options={"retry.max_retries": "0"})
+
+
+def test_to_parquet_of_a_store_over_http_equals_the_local_export(http_root: str, tmp_path) -> None:
+    case = "12_group_table_cities"
+    remote = datafusion_zarr.ZarrTable(f"{http_root}/{case}/data.zarr")
+    local = datafusion_zarr.ZarrTable(str(CORPUS / case / "data.zarr"))
+    assert remote.to_parquet(tmp_path / "remote.parquet") == 41
+    assert local.to_parquet(tmp_path / "local.parquet") == 41
+    got = pq.read_table(tmp_path / "remote.parquet")
+    assert got.equals(pq.read_table(tmp_path / "local.parquet"))
+    want = pq.read_table(CORPUS / case / "expected.parquet")
+    for name in want.column_names:
+        assert got.column(name).to_pylist() == want.column(name).to_pylist(), name
+    footer = pq.ParquetFile(tmp_path / "remote.parquet").metadata.metadata
+    assert footer[b"zarr.store"].decode().startswith(http_root)
