@@ -13,7 +13,15 @@ pub(super) struct Dictionary {
     slots: Vec<Slot>,
     /// Entry `k`'s bits.
     pub(super) values: Vec<u64>,
+    /// For a chunk whose values span fewer than [`DENSE_RANGE`] bit patterns: the key of each
+    /// value by its offset from the smallest ([`EMPTY`] where not seen yet).
+    dense: Vec<u32>,
 }
+
+/// The widest span of values keyed through [`Dictionary::dense`] rather than the hash table:
+/// 256 KiB of keys, which stay in L2 where the table would not. A coordinate or code column
+/// (hours, years, small categories) is keyed with one load per row, without hashing.
+const DENSE_RANGE: u64 = 1 << 16;
 
 /// A hash table slot: the value in the slot itself, so a probe reads nothing else.
 #[derive(Clone, Copy)]
@@ -46,6 +54,7 @@ impl Dictionary {
         Self {
             slots: vec![EMPTY_SLOT; 1024],
             values: Vec::new(),
+            dense: Vec::new(),
         }
     }
 
@@ -142,7 +151,9 @@ pub(super) fn clearly_over(
 }
 
 /// Keys `bits` into the empty `dictionary`; false once it would hold over `limit`
-/// entries. A value equal to the one before takes its key without a probe.
+/// entries. Values within [`DENSE_RANGE`] of one another are keyed by their offset; others
+/// through the hash table, where a value equal to the one before takes its key without a
+/// probe. Either way keys are given in order of first appearance, so the chunk is the same.
 pub(super) fn key_values(
     dictionary: &mut Dictionary,
     bits: &[u64],
@@ -151,6 +162,12 @@ pub(super) fn key_values(
 ) -> bool {
     keys.clear();
     keys.reserve(bits.len());
+    let (smallest, largest) = bits
+        .iter()
+        .fold((u64::MAX, 0), |(lo, hi), &b| (lo.min(b), hi.max(b)));
+    if smallest <= largest && largest - smallest < DENSE_RANGE {
+        return key_dense(dictionary, bits, smallest, limit, keys);
+    }
     let (mut last_bits, mut last_key) = match bits.first() {
         Some(&first) => match dictionary.intern(first, limit) {
             Some(key) => (first, key),
@@ -171,6 +188,34 @@ pub(super) fn key_values(
             }
             keys.push(last_key);
         }
+    }
+    true
+}
+
+/// [`key_values`] for values that all lie in `smallest..smallest + DENSE_RANGE`.
+fn key_dense(
+    dictionary: &mut Dictionary,
+    bits: &[u64],
+    smallest: u64,
+    limit: usize,
+    keys: &mut Vec<u32>,
+) -> bool {
+    let Dictionary { values, dense, .. } = dictionary;
+    dense.clear();
+    dense.resize(DENSE_RANGE as usize, EMPTY);
+    for &value in bits {
+        // Below DENSE_RANGE: the caller checked the span.
+        let offset = (value - smallest) as usize;
+        let mut key = dense[offset];
+        if key == EMPTY {
+            if values.len() >= limit {
+                return false;
+            }
+            key = values.len() as u32;
+            values.push(value);
+            dense[offset] = key;
+        }
+        keys.push(key);
     }
     true
 }
@@ -208,5 +253,40 @@ mod tests {
         assert!(!key_values(&mut dictionary, &over, limit, &mut keys));
         // Too few rows to be twice over.
         assert!(!clearly_over(&distinct[..20_000], limit, &mut sample));
+    }
+
+    /// Values within the dense span and values spread over the whole range (through the hash
+    /// table) get the same keys for the same sequence: keys in order of first appearance.
+    #[test]
+    fn dense_and_hashed_keys_agree() {
+        let sequence: Vec<u64> = (0..300_000u64)
+            .map(|i| (i * 7919 + i / 1000) % 40_000)
+            .collect();
+        let spread: Vec<u64> = sequence
+            .iter()
+            .map(|&v| v.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .collect();
+        // Negative Int64 values sign-extended: a dense span at the top of the bit range.
+        let negative: Vec<u64> = sequence.iter().map(|&v| (-(v as i64) - 1) as u64).collect();
+        let mut keyed = Vec::new();
+        for bits in [&sequence, &spread, &negative] {
+            let mut dictionary = Dictionary::new();
+            let mut keys = Vec::new();
+            assert!(key_values(&mut dictionary, bits, 50_000, &mut keys));
+            assert_eq!(dictionary.values.len(), 40_000);
+            assert!(
+                keys.iter()
+                    .zip(bits.iter())
+                    .all(|(&k, &v)| dictionary.values[k as usize] == v)
+            );
+            keyed.push(keys);
+        }
+        assert_eq!(keyed[0], keyed[1]);
+        assert_eq!(keyed[0], keyed[2]);
+        // The limit holds in the dense path too.
+        let mut dictionary = Dictionary::new();
+        let mut keys = Vec::new();
+        assert!(!key_values(&mut dictionary, &sequence, 39_999, &mut keys));
+        assert_eq!(dictionary.values.len(), 39_999);
     }
 }
