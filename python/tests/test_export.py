@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import _thread
 import json
+import signal
 import threading
 import time
 from pathlib import Path
@@ -97,6 +98,9 @@ def test_ctrl_c_cancels_the_export_and_leaves_no_file(tmp_path: Path) -> None:
     table = datafusion_zarr.ZarrTable(str(path))
     target = tmp_path / "big.parquet"
     target.write_bytes(b"the old file")
+    # Python raises KeyboardInterrupt only where SIGINT has its default handler, which an
+    # interpreter started in the background (SIGINT ignored, as in CI) does not install.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     started = time.monotonic()
     timer = threading.Timer(0.3, _thread.interrupt_main)
     timer.start()
@@ -105,6 +109,7 @@ def test_ctrl_c_cancels_the_export_and_leaves_no_file(tmp_path: Path) -> None:
             table.to_parquet(target, threads=1)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - started < 5, "the export was not cancelled promptly"
     assert target.read_bytes() == b"the old file"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.parquet", "big.zarr"]
