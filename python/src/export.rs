@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_zarr::ZarrTable;
 use datafusion_zarr::export::{Compression, ParquetExport, export_frame, write_parquet};
@@ -46,14 +46,5 @@ impl ToParquet {
             self.predicate.as_deref(),
         )?;
         write_parquet(df, &self.path, &export).await
-    }
-}
-
-/// The message of an error, without DataFusion's wrapping of our own errors (as `zarr-sql`
-/// prints it).
-pub fn describe(e: &DataFusionError) -> String {
-    match e.find_root() {
-        DataFusionError::External(inner) => inner.to_string(),
-        other => other.to_string(),
     }
 }

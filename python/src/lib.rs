@@ -201,7 +201,7 @@ impl PyZarrTable {
         let table = self.table.clone();
         runtime::run_interruptible(py, request.run(table))?
             .map_err(zarr_error)?
-            .map_err(|e| zarr_error(export::describe(&e)))
+            .map_err(|e| zarr_error(datafusion_zarr::error_message(&e)))
     }
 
     /// The table for datafusion-python's `SessionContext.register_table`, with filter pushdown.

@@ -118,3 +118,13 @@ impl ZarrError {
         ZarrError::Internal(doing.to_string())
     }
 }
+
+/// The message of `e` as a user should read it: the root cause, without the layers DataFusion
+/// wraps around it ("External error: …", "Context(…)"), so a [`ZarrError`] reads as written.
+/// `zarr-sql` prints errors this way and the Python module raises them this way.
+pub fn error_message(e: &DataFusionError) -> String {
+    match e.find_root() {
+        DataFusionError::External(inner) => inner.to_string(),
+        other => other.to_string(),
+    }
+}

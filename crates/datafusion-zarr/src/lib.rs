@@ -61,7 +61,7 @@ use std::sync::Arc;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::SessionContext;
 
-pub use error::{Result, ZarrError};
+pub use error::{Result, ZarrError, error_message};
 pub use factory::{ReadZarrFunction, ZarrTableFactory};
 pub use inspect::inspect;
 pub use object_stores::{STORAGE_PREFIXES, StorageOptions, supported_schemes};

@@ -153,17 +153,9 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("Error: {}", describe(&e));
+            eprintln!("Error: {}", datafusion_zarr::error_message(&e));
             ExitCode::FAILURE
         }
-    }
-}
-
-/// The message of an error, without DataFusion's wrapping of our own errors.
-pub(crate) fn describe(e: &DataFusionError) -> String {
-    match e.find_root() {
-        DataFusionError::External(inner) => inner.to_string(),
-        other => other.to_string(),
     }
 }
 
