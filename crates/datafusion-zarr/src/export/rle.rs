@@ -45,26 +45,31 @@ pub(super) fn run(value: u32, count: usize, bit_width: u8, out: &mut Vec<u8>) {
 }
 
 /// A bit-packed stretch: the header `groups << 1 | 1`, then the values packed least
-/// significant bit first, `bit_width` bytes per group of 8.
+/// significant bit first, `bit_width` bytes per group of 8. The bytes are zeroed first (the
+/// last group's padding) and filled four at a time from a 64-bit accumulator: writing them one
+/// by one with `Vec::push` cost twice as much (7% of a group table's export, issue #14).
 fn bit_pack(values: &[u32], bit_width: u8, out: &mut Vec<u8>) {
     if values.is_empty() {
         return;
     }
     let groups = values.len().div_ceil(MIN_RUN);
     uleb128(((groups as u64) << 1) | 1, out);
-    out.reserve(groups * usize::from(bit_width));
-    let mut bits: u64 = 0;
-    let mut held: u32 = 0;
-    let padding = groups * MIN_RUN - values.len();
-    for &value in values.iter().chain(std::iter::repeat_n(&0, padding)) {
+    let start = out.len();
+    out.resize(start + groups * usize::from(bit_width), 0);
+    let packed = &mut out[start..];
+    let (mut bits, mut held, mut at) = (0u64, 0u32, 0usize);
+    for &value in values {
+        // `held` < 32 and each value below 2^bit_width <= 2^32: the sum fits 64 bits.
         bits |= u64::from(value) << held;
         held += u32::from(bit_width);
-        while held >= 8 {
-            out.push(bits as u8);
-            bits >>= 8;
-            held -= 8;
+        if held >= 32 {
+            // 32 bits of values written: within the `values.len() * bit_width` bits packed.
+            packed[at..at + 4].copy_from_slice(&(bits as u32).to_le_bytes());
+            (bits, held, at) = (bits >> 32, held - 32, at + 4);
         }
     }
+    let tail = held.div_ceil(8) as usize;
+    packed[at..at + tail].copy_from_slice(&bits.to_le_bytes()[..tail]);
 }
 
 /// Unsigned LEB128, the hybrid encoding's header format (and the delta encoding's, `delta.rs`).
