@@ -163,23 +163,34 @@ pub(super) fn clearly_over(
     false
 }
 
-/// Keys `bits` into the empty `dictionary`; false once it would hold over `limit`
-/// entries. Values close together ([`dense_span`]) are keyed by their offset; others
+/// Keys `bits` (values whose sign bit, if they have one, is `sign`) into the empty
+/// `dictionary`; false once it would hold over `limit` entries. Values close together ([`dense_span`]) are keyed by their offset; others
 /// through the hash table, where a value equal to the one before takes its key without a
 /// probe. Either way keys are given in order of first appearance, so the chunk is the same.
 pub(super) fn key_values(
     dictionary: &mut Dictionary,
     bits: &[u64],
+    sign: u64,
     limit: usize,
     keys: &mut Vec<u32>,
 ) -> bool {
     keys.clear();
     keys.reserve(bits.len());
-    let (smallest, largest) = bits
-        .iter()
-        .fold((u64::MAX, 0), |(lo, hi), &b| (lo.min(b), hi.max(b)));
-    if smallest <= largest && dense_span(largest - smallest, bits.len()) {
-        return key_dense(dictionary, bits, smallest, largest - smallest, limit, keys);
+    // The span as the bits are, and with the sign bit flipped: a signed column whose values
+    // straddle zero (-1000..100000 in an int32) is close together only in the second order.
+    let (mut lo, mut hi, mut flipped_lo, mut flipped_hi) = (u64::MAX, 0, u64::MAX, 0);
+    for &b in bits {
+        (lo, hi) = (lo.min(b), hi.max(b));
+        (flipped_lo, flipped_hi) = (flipped_lo.min(b ^ sign), flipped_hi.max(b ^ sign));
+    }
+    if lo <= hi {
+        let (flip, smallest, span) = match hi - lo <= flipped_hi - flipped_lo {
+            true => (0, lo, hi - lo),
+            false => (sign, flipped_lo, flipped_hi - flipped_lo),
+        };
+        if dense_span(span, bits.len()) {
+            return key_dense(dictionary, bits, flip, smallest, span, limit, keys);
+        }
     }
     let (mut last_bits, mut last_key) = match bits.first() {
         Some(&first) => match dictionary.intern(first, limit) {
@@ -205,10 +216,12 @@ pub(super) fn key_values(
     true
 }
 
-/// [`key_values`] for values that all lie in `smallest..=smallest + span`.
+/// [`key_values`] for values that all lie in `smallest..=smallest + span` once `flip` is
+/// XORed into them (the sign bit, or nothing).
 fn key_dense(
     dictionary: &mut Dictionary,
     bits: &[u64],
+    flip: u64,
     smallest: u64,
     span: u64,
     limit: usize,
@@ -219,7 +232,7 @@ fn key_dense(
     // At most DENSE_MAX + 1 slots: the caller checked the span.
     dense.resize(span as usize + 1, EMPTY);
     for &value in bits {
-        let offset = (value - smallest) as usize;
+        let offset = ((value ^ flip) - smallest) as usize;
         let mut key = dense[offset];
         if key == EMPTY {
             if values.len() >= limit {
@@ -253,7 +266,13 @@ mod tests {
         assert!(!clearly_over(&cycle, limit, &mut sample));
         let mut dictionary = Dictionary::new();
         let mut keys = Vec::new();
-        assert!(key_values(&mut dictionary, &cycle, limit, &mut keys));
+        assert!(key_values(
+            &mut dictionary,
+            &cycle,
+            1 << 63,
+            limit,
+            &mut keys
+        ));
         assert_eq!(dictionary.values.len(), 9_999);
         assert!(
             keys.iter()
@@ -264,7 +283,13 @@ mod tests {
         let over: Vec<u64> = (0..200_000u64).map(|i| i % 15_000).collect();
         assert!(!clearly_over(&over, limit, &mut sample));
         dictionary.reset();
-        assert!(!key_values(&mut dictionary, &over, limit, &mut keys));
+        assert!(!key_values(
+            &mut dictionary,
+            &over,
+            1 << 63,
+            limit,
+            &mut keys
+        ));
         // Too few rows to be twice over.
         assert!(!clearly_over(&distinct[..20_000], limit, &mut sample));
     }
@@ -285,11 +310,24 @@ mod tests {
         // Spanning 120,000 over 300,000 rows: dense by the rows, not by DENSE_RANGE.
         let wide: Vec<u64> = sequence.iter().map(|&v| v * 3).collect();
         assert!(dense_span(119_997, wide.len()) && !dense_span(119_997, 100_000));
+        // Int32 values straddling zero, zero-extended as `numbers.rs` gives them: dense once
+        // their sign bit is flipped.
+        let straddling: Vec<u64> = sequence
+            .iter()
+            .map(|&v| u64::from((v as i32 - 20_000) as u32))
+            .collect();
         let mut keyed = Vec::new();
-        for bits in [&sequence, &spread, &negative, &wide] {
+        for (bits, sign, dense) in [
+            (&sequence, 1 << 63, true),
+            (&spread, 1 << 63, false),
+            (&negative, 1 << 63, true),
+            (&wide, 1 << 63, true),
+            (&straddling, 1 << 31, true),
+        ] {
             let mut dictionary = Dictionary::new();
             let mut keys = Vec::new();
-            assert!(key_values(&mut dictionary, bits, 50_000, &mut keys));
+            assert!(key_values(&mut dictionary, bits, sign, 50_000, &mut keys));
+            assert_eq!(!dictionary.dense.is_empty(), dense);
             assert_eq!(dictionary.values.len(), 40_000);
             assert!(
                 keys.iter()
@@ -301,10 +339,17 @@ mod tests {
         assert_eq!(keyed[0], keyed[1]);
         assert_eq!(keyed[0], keyed[2]);
         assert_eq!(keyed[0], keyed[3]);
+        assert_eq!(keyed[0], keyed[4]);
         // The limit holds in the dense path too.
         let mut dictionary = Dictionary::new();
         let mut keys = Vec::new();
-        assert!(!key_values(&mut dictionary, &sequence, 39_999, &mut keys));
+        assert!(!key_values(
+            &mut dictionary,
+            &sequence,
+            1 << 63,
+            39_999,
+            &mut keys
+        ));
         assert_eq!(dictionary.values.len(), 39_999);
     }
 }

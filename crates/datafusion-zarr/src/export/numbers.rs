@@ -338,7 +338,8 @@ pub(super) fn encode(
     let keyed =
         mode == Mode::Dictionary && !clearly_over(&scratch.bits, limit, &mut scratch.sample) && {
             dictionary.reset();
-            key_values(dictionary, &scratch.bits, limit, &mut scratch.keys)
+            let sign = 1u64 << (layout.width * 8 - 1);
+            key_values(dictionary, &scratch.bits, sign, limit, &mut scratch.keys)
         };
     let bit_width = rle::bit_width(dictionary.values.len().saturating_sub(1) as u32);
 
