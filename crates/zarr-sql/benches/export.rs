@@ -9,7 +9,11 @@
 //! - export against the scan (issue #14's goal, at most 1.5×): the export and
 //!   `COPY (SELECT * FROM t) TO 'OUT.parquet'` typed in SQL, each against the full scan
 //!   `SELECT count(value) FROM t WHERE value <> 'zzzz'` (every string decoded and transcoded),
-//!   with the CPU time of each.
+//!   with the CPU time of each;
+//! - the same for issue #14's other shapes, each against its own full scan (every value of
+//!   every column): the group table `benches/data/group_20m.zarr` (`make_group_store.py`) and
+//!   the N-D array `benches/data/stations.zarr` (`make_pushdown_store.py`); a shape whose
+//!   store is absent is skipped with a message.
 //!
 //! Each command runs `ZARR_BENCH_RUNS` times (default 3), alternating ours and the peer's, with
 //! `ZARR_BENCH_THREADS` threads (default: the number of cores) on each side (`-p N`,
@@ -50,6 +54,11 @@ mod unix {
     const ROW_GROUP: &str = "1000000";
     /// Every string decoded and transcoded: the scan an export is measured against.
     const FULL_SCAN: &str = "SELECT count(value) AS n FROM t WHERE value <> 'zzzz'";
+    /// The group table's full scan: every value of its three columns.
+    const GROUP_FULL_SCAN: &str =
+        "SELECT count(value), count(code), count(n) FROM t WHERE value <> 'zzzz'";
+    /// The N-D array's full scan: every value and both coordinates of every row.
+    const STATIONS_FULL_SCAN: &str = "SELECT count(station), count(hour), count(temp) FROM t";
 
     fn json(s: &str) -> serde_json::Value {
         let line = s.lines().last().unwrap_or_default();
@@ -295,6 +304,128 @@ mod unix {
             o / fs,
             cs / fs
         );
+        // --- the other shapes of issue #14: a group table and an N-D array ---
+        let shapes = [
+            (
+                "group table (value <U16, code <U4, n int32; 20 M rows)",
+                root.join("benches/data/group_20m.zarr"),
+                "benches/peer/make_group_store.py",
+                GROUP_FULL_SCAN,
+            ),
+            (
+                "N-D array (temp(station, hour) float32 with its coordinates; 10 M rows)",
+                root.join("benches/data/stations.zarr"),
+                "benches/peer/make_pushdown_store.py",
+                STATIONS_FULL_SCAN,
+            ),
+        ];
+        for (name, shape_store, script, full_scan) in shapes {
+            if !shape_store.join("zarr.json").is_file() {
+                println!(
+                    "{name}: skipped, no store at {} (generate it with `python3 {script}`)\n",
+                    shape_store.display()
+                );
+                continue;
+            }
+            warm(&shape_store);
+            export_against_scan(&ExportRun {
+                name,
+                zarr_sql: &zarr_sql,
+                store: &shape_store,
+                full_scan,
+                threads: &threads_s,
+                runs,
+                out_dir: &out_dir,
+            });
+        }
         let _ = std::fs::remove_dir_all(&out_dir);
+    }
+
+    /// One shape of issue #14: its full scan, `zarr-sql export` and `COPY`, alternating.
+    struct ExportRun<'a> {
+        name: &'a str,
+        zarr_sql: &'a Path,
+        store: &'a Path,
+        full_scan: &'a str,
+        threads: &'a str,
+        runs: usize,
+        out_dir: &'a Path,
+    }
+
+    fn export_against_scan(r: &ExportRun) {
+        let out = r.out_dir.join("shape.parquet");
+        let copy_out = r.out_dir.join("shape_copy.parquet");
+        let copy_sql = format!("COPY (SELECT * FROM t) TO '{}'", copy_out.display());
+        let (mut full, mut export, mut copy) = (vec![], vec![], vec![]);
+        let (mut full_cpu, mut export_cpu, mut copy_cpu) = (vec![], vec![], vec![]);
+        let (mut export_rss, mut copy_rss) = (0, 0);
+        for _ in 0..r.runs {
+            let f = run(Command::new(r.zarr_sql).arg(r.store).args([
+                "-q",
+                "--format",
+                "csv",
+                "-p",
+                r.threads,
+                "-c",
+                r.full_scan,
+            ]));
+            full.push(f.seconds);
+            full_cpu.push(f.cpu_seconds);
+            let e = run(Command::new(r.zarr_sql)
+                .arg("export")
+                .arg(r.store)
+                .arg(&out)
+                .args(["--quiet", "-p", r.threads, "--compression", "zstd"])
+                .args(["--compression-level", "3", "--row-group-size", ROW_GROUP]));
+            export.push(e.seconds);
+            export_cpu.push(e.cpu_seconds);
+            export_rss = export_rss.max(e.peak_rss_kib);
+            let c = run(Command::new(r.zarr_sql)
+                .arg(r.store)
+                .args(["-q", "-p", r.threads, "-c", &copy_sql]));
+            copy.push(c.seconds);
+            copy_cpu.push(c.cpu_seconds);
+            copy_rss = copy_rss.max(c.peak_rss_kib);
+        }
+        let rows = parquet_rows(&out);
+        assert_eq!(
+            parquet_rows(&copy_out),
+            rows,
+            "COPY wrote another row count"
+        );
+        let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len()) >> 20;
+        let (fs, es, cs) = (
+            median(full.clone()),
+            median(export.clone()),
+            median(copy.clone()),
+        );
+        println!("{}: {rows} rows", r.name);
+        println!(
+            "  full scan              median {fs:7.2} s   runs [{}]   CPU [{}]   ({})",
+            list(&full),
+            list(&full_cpu),
+            r.full_scan
+        );
+        println!(
+            "  zarr-sql export        median {es:7.2} s   runs [{}]   CPU [{}]   peak RSS {:7.1} MiB   file {} MiB",
+            list(&export),
+            list(&export_cpu),
+            mib(export_rss),
+            size(&out)
+        );
+        println!(
+            "  COPY (SELECT * FROM t) median {cs:7.2} s   runs [{}]   CPU [{}]   peak RSS {:7.1} MiB   file {} MiB",
+            list(&copy),
+            list(&copy_cpu),
+            mib(copy_rss),
+            size(&copy_out)
+        );
+        println!(
+            "  export / full scan: {:.2}x (CPU {:.2}x)   COPY / full scan: {:.2}x (CPU {:.2}x)   (target at most 1.5x)\n",
+            es / fs,
+            median(export_cpu.clone()) / median(full_cpu.clone()),
+            cs / fs,
+            median(copy_cpu.clone()) / median(full_cpu.clone())
+        );
     }
 }
