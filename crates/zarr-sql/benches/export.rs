@@ -83,6 +83,23 @@ mod unix {
         bytes
     }
 
+    /// A file's size in MiB (0 if absent).
+    fn size_mib(path: &Path) -> u64 {
+        std::fs::metadata(path).map_or(0, |m| m.len()) >> 20
+    }
+
+    /// `zarr-sql export STORE OUT` with the bench's settings (those of the peer's export).
+    fn export_command(zarr_sql: &Path, store: &Path, out: &Path, threads: &str) -> Command {
+        let mut command = Command::new(zarr_sql);
+        command
+            .arg("export")
+            .arg(store)
+            .arg(out)
+            .args(["--quiet", "-p", threads, "--compression", "zstd"])
+            .args(["--compression-level", "3", "--row-group-size", ROW_GROUP]);
+        command
+    }
+
     fn parquet_rows(path: &Path) -> i64 {
         use parquet::file::reader::{FileReader, SerializedFileReader};
         let file = std::fs::File::open(path).expect("open parquet");
@@ -203,21 +220,9 @@ mod unix {
             full.push(f.seconds);
             full_cpu.push(f.cpu_seconds);
 
-            let r = run(Command::new(&zarr_sql)
-                .arg("export")
-                .arg(&store)
-                .arg(&ours_out)
-                .args([
-                    "--quiet",
-                    "-p",
-                    &threads_s,
-                    "--compression",
-                    "zstd",
-                    "--compression-level",
-                    "3",
-                    "--row-group-size",
-                    ROW_GROUP,
-                ]));
+            let r = run(&mut export_command(
+                &zarr_sql, &store, &ours_out, &threads_s,
+            ));
             ours.push(r.seconds);
             ours_cpu.push(r.cpu_seconds);
             ours_rss = ours_rss.max(r.peak_rss_kib);
@@ -250,7 +255,6 @@ mod unix {
             ours_rows,
             "COPY wrote another row count"
         );
-        let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len()) >> 20;
         let (o, t, ti) = (
             median(ours.clone()),
             median(theirs.clone()),
@@ -265,13 +269,13 @@ mod unix {
             list(&ours),
             list(&ours_cpu),
             mib(ours_rss),
-            size(&ours_out)
+            size_mib(&ours_out)
         );
         println!(
             "  zarr-python + pyarrow  median {t:7.2} s   runs [{}]   peak RSS {:7.1} MiB   file {} MiB",
             list(&theirs),
             mib(theirs_rss),
-            size(&peer_out)
+            size_mib(&peer_out)
         );
         println!(
             "    (its own timer, imports excluded: median {ti:.2} s, runs [{}])",
@@ -297,7 +301,7 @@ mod unix {
             list(&copy),
             list(&copy_cpu),
             mib(copy_rss),
-            size(&copy_out)
+            size_mib(&copy_out)
         );
         println!(
             "  export / full scan: {:.2}x   COPY / full scan: {:.2}x   (target at most 1.5x)",
@@ -371,12 +375,7 @@ mod unix {
             ]));
             full.push(f.seconds);
             full_cpu.push(f.cpu_seconds);
-            let e = run(Command::new(r.zarr_sql)
-                .arg("export")
-                .arg(r.store)
-                .arg(&out)
-                .args(["--quiet", "-p", r.threads, "--compression", "zstd"])
-                .args(["--compression-level", "3", "--row-group-size", ROW_GROUP]));
+            let e = run(&mut export_command(r.zarr_sql, r.store, &out, r.threads));
             export.push(e.seconds);
             export_cpu.push(e.cpu_seconds);
             export_rss = export_rss.max(e.peak_rss_kib);
@@ -393,7 +392,6 @@ mod unix {
             rows,
             "COPY wrote another row count"
         );
-        let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len()) >> 20;
         let (fs, es, cs) = (
             median(full.clone()),
             median(export.clone()),
@@ -411,14 +409,14 @@ mod unix {
             list(&export),
             list(&export_cpu),
             mib(export_rss),
-            size(&out)
+            size_mib(&out)
         );
         println!(
             "  COPY (SELECT * FROM t) median {cs:7.2} s   runs [{}]   CPU [{}]   peak RSS {:7.1} MiB   file {} MiB",
             list(&copy),
             list(&copy_cpu),
             mib(copy_rss),
-            size(&copy_out)
+            size_mib(&copy_out)
         );
         println!(
             "  export / full scan: {:.2}x (CPU {:.2}x)   COPY / full scan: {:.2}x (CPU {:.2}x)   (target at most 1.5x)\n",
