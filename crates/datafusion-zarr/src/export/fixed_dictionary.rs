@@ -164,9 +164,10 @@ pub(super) fn clearly_over(
 }
 
 /// Keys `bits` (values whose sign bit, if they have one, is `sign`) into the empty
-/// `dictionary`; false once it would hold over `limit` entries. Values close together ([`dense_span`]) are keyed by their offset; others
-/// through the hash table, where a value equal to the one before takes its key without a
-/// probe. Either way keys are given in order of first appearance, so the chunk is the same.
+/// `dictionary`; false once it would hold over `limit` entries. Values close together
+/// ([`dense_span`]) are keyed by their offset; others through the hash table, where a value
+/// equal to the one before takes its key without a probe. Either way keys are given in order
+/// of first appearance, so the chunk is the same.
 pub(super) fn key_values(
     dictionary: &mut Dictionary,
     bits: &[u64],

@@ -1,8 +1,9 @@
 //! One numeric column (integers, floats) of one row group as a Parquet column chunk, written
 //! by our code: dictionary-encoded while the row group's distinct values fit the dictionary
 //! page limit (`fixed_dictionary.rs`), otherwise PLAIN; or, where the properties ask for it
-//! (the index columns), DELTA_BINARY_PACKED (`delta.rs`). parquet-rs's dictionary encoder hashes every value through its
-//! generic interner and, when the dictionary outgrows the limit, has already spent that work
+//! (the index columns), DELTA_BINARY_PACKED (`delta.rs`). parquet-rs's dictionary encoder
+//! hashes every value through its generic interner and, when the dictionary outgrows the
+//! limit, has already spent that work
 //! before falling back to PLAIN for the rest of the chunk (a third of the export of an N-D
 //! float array, issue #14); here values are compared as 4- or 8-byte integers, a repeated
 //! value costs one comparison, and a chunk whose dictionary overflows is written PLAIN
