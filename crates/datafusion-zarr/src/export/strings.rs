@@ -378,7 +378,10 @@ impl Keyed {
             // coordinate): its offsets step by that row's length and its bytes repeat with
             // that period, so they equal themselves shifted by one value. One comparison of
             // the batch's bytes, then its keys, instead of a head and a test per row.
-            if let (Some(&key), true) = (self.keys.last(), first > 0 && rows.len() == BATCH) {
+            if first > 0
+                && rows.len() == BATCH
+                && let Some(&key) = self.keys.last()
+            {
                 let at = offsets[first].as_usize();
                 let len = at - offsets[first - 1].as_usize();
                 let whole = BATCH * len;
