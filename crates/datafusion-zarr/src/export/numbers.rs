@@ -25,7 +25,7 @@ use parquet::file::statistics::{Statistics, ValueStatistics};
 use parquet::schema::types::ColumnDescPtr;
 
 use super::chunk::{self, BoundaryOrderTracker, ChunkWriter, DataPage, EncodedChunk};
-use super::fixed_dictionary::{Dictionary, clearly_over, key_values};
+use super::fixed_dictionary::{Dictionary, key_values};
 use super::{delta, rle};
 
 /// How a column's values are stored and ordered.
@@ -334,14 +334,18 @@ pub(super) fn encode(
     let rows: usize = arrays.iter().map(|a| a.len()).sum();
     let limit = props.column_dictionary_page_size_limit(path) / layout.width;
     let dictionary = scratch.dictionary.get_or_insert_with(Dictionary::new);
-    // The dictionary (and its slot table, which may have grown) is cleared only for a chunk
-    // that tries it: PLAIN and delta columns never read it.
-    let keyed =
-        mode == Mode::Dictionary && !clearly_over(&scratch.bits, limit, &mut scratch.sample) && {
-            dictionary.reset();
-            let sign = 1u64 << (layout.width * 8 - 1);
-            key_values(dictionary, &scratch.bits, sign, limit, &mut scratch.keys)
-        };
+    let sign = 1u64 << (layout.width * 8 - 1);
+    // PLAIN and delta columns never read the dictionary (`key_values` empties it only for a
+    // chunk it keys).
+    let keyed = mode == Mode::Dictionary
+        && key_values(
+            dictionary,
+            &scratch.bits,
+            sign,
+            limit,
+            &mut scratch.keys,
+            &mut scratch.sample,
+        );
     let bit_width = rle::bit_width(dictionary.values.len().saturating_sub(1) as u32);
 
     let page_limit = props.column_data_page_size_limit(path);
