@@ -1,6 +1,7 @@
 """Type stubs of the native module ``datafusion_zarr._internal``."""
 
 import os
+from collections.abc import Callable
 from typing import Any, Literal
 
 DATAFUSION_VERSION: str
@@ -81,6 +82,7 @@ class ZarrTable:
         compression_level: int | None = None,
         row_group_size: int | None = None,
         threads: int | None = None,
+        progress: Callable[[int, int], object] | None = None,
     ) -> int:
         """Writes the rows to the Parquet file ``path``; returns the number of rows written.
 
@@ -102,10 +104,18 @@ class ZarrTable:
             row_group_size: rows per row group (default 1,048,576).
             threads: partitions of the scan and row groups encoded at once (default: the
                 cores).
+            progress: called as ``progress(rows_read, total_rows)`` on the calling thread
+                while the export runs (at most every 100 ms, when the counts have changed)
+                and once when it is complete. ``total_rows`` counts the chunks the scan
+                plans to read (those a predicate on the index rules out are not), so a
+                predicate that skips chunks while scanning may leave ``rows_read`` below it at
+                the end. An exception it raises cancels the export, as Ctrl-C does, and
+                reaches the caller.
 
         Raises:
             ZarrError: an unknown column or option, a predicate that does not parse, a store
                 or chunk that cannot be read, or a file that cannot be written.
+            TypeError: ``progress`` is not callable.
         """
     @staticmethod
     def _from_read_zarr(arguments: list[str]) -> ZarrTable:

@@ -175,7 +175,7 @@ impl PyZarrTable {
     /// docstring); returns the number of rows written.
     #[pyo3(signature = (
         path, *, columns=None, r#where=None, compression="zstd", compression_level=None,
-        row_group_size=None, threads=None
+        row_group_size=None, threads=None, progress=None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn to_parquet(
@@ -188,7 +188,14 @@ impl PyZarrTable {
         compression_level: Option<u32>,
         row_group_size: Option<usize>,
         threads: Option<usize>,
+        progress: Option<Bound<'_, PyAny>>,
     ) -> PyResult<u64> {
+        if let Some(callback) = progress.as_ref().filter(|c| !c.is_callable()) {
+            return Err(PyTypeError::new_err(format!(
+                "progress must be a callable taking (rows_read, total_rows), not {}",
+                callback.get_type().name()?
+            )));
+        }
         let request = export::ToParquet {
             path,
             columns: columns.unwrap_or_default(),
@@ -198,10 +205,30 @@ impl PyZarrTable {
             row_group_size,
             threads,
         };
-        let table = self.table.clone();
-        runtime::run_interruptible(py, request.run(table))?
+        let Some(callback) = progress else {
+            return runtime::run_interruptible(py, request.run(self.table.clone()))?
+                .map_err(zarr_error)?
+                .map_err(|e| zarr_error(datafusion_zarr::error_message(&e)));
+        };
+        // The scan counts rows as it reads them; the callback sees the counts on this thread,
+        // with the GIL, between the waits for signals, when they have changed, and once more
+        // at the end. An exception it raises cancels the export like Ctrl-C.
+        let counter = Arc::new(datafusion_zarr::ProgressCounter::new());
+        let table = self.table.clone().with_progress(counter.clone());
+        let mut reported = None;
+        let mut report = |_: Python<'_>| -> PyResult<()> {
+            let now = counter.snapshot();
+            if reported != Some(now) {
+                reported = Some(now);
+                callback.call1((now.rows, now.total_rows))?;
+            }
+            Ok(())
+        };
+        let rows = runtime::run_interruptible_with(py, request.run(table), &mut report)?
             .map_err(zarr_error)?
-            .map_err(|e| zarr_error(datafusion_zarr::error_message(&e)))
+            .map_err(|e| zarr_error(datafusion_zarr::error_message(&e)))?;
+        report(py)?;
+        Ok(rows)
     }
 
     /// The table for datafusion-python's `SessionContext.register_table`, with filter pushdown.

@@ -56,6 +56,16 @@ pub fn run_interruptible<T: Send + 'static>(
     py: pyo3::Python<'_>,
     future: impl Future<Output = T> + Send + 'static,
 ) -> pyo3::PyResult<Result<T, String>> {
+    run_interruptible_with(py, future, |_| Ok(()))
+}
+
+/// [`run_interruptible`], calling `every_wait` with the GIL after each 100 ms wait (after the
+/// signal check); an error from it cancels the task as a signal does and is returned.
+pub fn run_interruptible_with<T: Send + 'static>(
+    py: pyo3::Python<'_>,
+    future: impl Future<Output = T> + Send + 'static,
+    mut every_wait: impl FnMut(pyo3::Python<'_>) -> pyo3::PyResult<()>,
+) -> pyo3::PyResult<Result<T, String>> {
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => return Ok(Err(e)),
@@ -75,10 +85,10 @@ pub fn run_interruptible<T: Send + 'static>(
             }
             Ok(Ok(Err(e))) => return Ok(Err(format!("a datafusion-zarr task failed: {e}"))),
             Ok(Err(_elapsed)) => {
-                if let Err(signal) = py.check_signals() {
+                if let Err(raised) = py.check_signals().and_then(|()| every_wait(py)) {
                     task.abort();
                     let _ = py.detach(|| block_on(async { (&mut task).await }));
-                    return Err(signal);
+                    return Err(raised);
                 }
             }
         }

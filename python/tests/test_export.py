@@ -87,14 +87,66 @@ def test_a_failed_export_keeps_the_existing_file(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.parquet"]
 
 
-def test_ctrl_c_cancels_the_export_and_leaves_no_file(tmp_path: Path) -> None:
-    # A store whose export takes seconds in the test build: 4 M strings, written by zarr-python.
-    path = tmp_path / "big.zarr"
+def big_store(path: Path) -> np.ndarray:
+    """A store whose export takes seconds in the test build: 4 M strings in chunks of 100,000,
+    written by zarr-python to ``path``. Returns its values."""
     rng = np.random.default_rng(7)
     words = np.array([f"w{i:05d}" for i in range(20_000)], dtype="<U8")
     values = words[rng.integers(0, len(words), 4_000_000)]
     array = zarr.create_array(path, shape=values.shape, chunks=(100_000,), dtype=values.dtype)
     array[...] = values
+    return values
+
+
+def test_progress_reports_rows_read_until_all_are(tmp_path: Path) -> None:
+    big_store(tmp_path / "big.zarr")
+    table = datafusion_zarr.ZarrTable(str(tmp_path / "big.zarr"))
+    calls: list[tuple[int, int]] = []
+    rows = table.to_parquet(
+        tmp_path / "big.parquet", threads=1, progress=lambda *c: calls.append(c)
+    )
+    assert rows == 4_000_000
+    # Reports while the export ran (it takes seconds here), then the final one.
+    assert len(calls) >= 2, calls
+    assert calls[-1] == (4_000_000, 4_000_000)
+    assert all(0 <= done <= total == 4_000_000 for done, total in calls), calls
+    assert [done for done, _ in calls] == sorted(done for done, _ in calls)
+    assert len(set(calls)) == len(calls), "a report repeated the one before it"
+    # With a predicate the chunks it rules out are not read, nor counted.
+    calls.clear()
+    small = datafusion_zarr.ZarrTable(store(LARGE))
+    small.to_parquet(
+        tmp_path / "none.parquet", where="dim_0 >= 300000", progress=lambda *c: calls.append(c)
+    )
+    assert calls == [(0, 0)]
+
+
+def test_an_exception_in_progress_cancels_the_export(tmp_path: Path) -> None:
+    big_store(tmp_path / "big.zarr")
+    table = datafusion_zarr.ZarrTable(str(tmp_path / "big.zarr"))
+    target = tmp_path / "big.parquet"
+    target.write_bytes(b"the old file")
+    seen: list[int] = []
+
+    def stop(done: int, total: int) -> None:
+        seen.append(done)
+        raise ValueError(f"stopped at {done} of {total}")
+
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="stopped at"):
+        table.to_parquet(target, threads=1, progress=stop)
+    assert time.monotonic() - started < 5, "the export was not cancelled promptly"
+    assert len(seen) == 1 and seen[0] < 4_000_000
+    assert target.read_bytes() == b"the old file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.parquet", "big.zarr"]
+    with pytest.raises(TypeError, match="progress must be a callable"):
+        table.to_parquet(target, progress=42)
+    assert target.read_bytes() == b"the old file"
+
+
+def test_ctrl_c_cancels_the_export_and_leaves_no_file(tmp_path: Path) -> None:
+    path = tmp_path / "big.zarr"
+    values = big_store(path)
     table = datafusion_zarr.ZarrTable(str(path))
     target = tmp_path / "big.parquet"
     target.write_bytes(b"the old file")
