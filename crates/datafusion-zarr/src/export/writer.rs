@@ -80,7 +80,11 @@ pub(super) async fn write_stream(
     let options = ArrowWriterOptions::new()
         .with_properties(props)
         .with_skip_arrow_metadata(true);
-    let writer = ArrowWriter::try_new_with_options(BufWriter::new(file), schema.clone(), options)?;
+    let mut write_back = EarlyWriteBack::new(&file);
+    // Column chunks reach the file in pieces of 8 KiB: a buffer of 8 KiB made a write call
+    // for each (4,830 calls, 35 ms of system time for the 35 MB of an N-D export).
+    let file = BufWriter::with_capacity(WRITE_BUFFER, file);
+    let writer = ArrowWriter::try_new_with_options(file, schema.clone(), options)?;
     let (mut file_writer, factory) = writer.into_serialized_writer()?;
     let props = file_writer.properties().clone();
     let flat = file_writer.schema_descr().num_columns() == schema.fields().len();
@@ -139,6 +143,7 @@ pub(super) async fn write_stream(
                 if in_flight.len() >= parallelism.max(1) {
                     let oldest = in_flight.pop_front();
                     append(&mut file_writer, oldest).await?;
+                    write_back.start();
                 }
             }
             if rest.is_none() {
@@ -150,7 +155,55 @@ pub(super) async fn write_stream(
         append(&mut file_writer, Some(task)).await?;
     }
     file_writer.close()?;
+    write_back.finish().await;
     Ok(rows)
+}
+
+/// The buffer between our writer and the file.
+const WRITE_BUFFER: usize = 1 << 20;
+
+/// Starts writing the file to disk while the export runs, so that the `fsync` that makes the
+/// finished file durable (`AtomicTarget::commit`) waits for the last row groups only, not for
+/// the whole file (20 ms of an N-D export's 0.3 s for 35 MB, 50 ms for 93 MB). After each row
+/// group a blocking task syncs what the file holds so far, one such task at a time. Durability
+/// still comes from the final `fsync` alone: these are only early starts, and their errors
+/// are left to it.
+struct EarlyWriteBack {
+    file: Option<File>,
+    running: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl EarlyWriteBack {
+    fn new(file: &File) -> Self {
+        Self {
+            file: file.try_clone().ok(),
+            running: None,
+        }
+    }
+
+    /// Syncs the file on a blocking thread, unless the previous sync is still running.
+    fn start(&mut self) {
+        if self
+            .running
+            .as_ref()
+            .is_some_and(|task| !task.is_finished())
+        {
+            return;
+        }
+        let Some(file) = self.file.as_ref().and_then(|f| f.try_clone().ok()) else {
+            return;
+        };
+        self.running = Some(tokio::task::spawn_blocking(move || {
+            let _ = file.sync_data();
+        }));
+    }
+
+    /// Waits for a sync still running.
+    async fn finish(self) {
+        if let Some(task) = self.running {
+            let _ = task.await;
+        }
+    }
 }
 
 /// Waits for a row group's encoding and appends its column chunks to the file, in order.
