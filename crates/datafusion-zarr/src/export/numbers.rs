@@ -25,7 +25,7 @@ use parquet::file::statistics::{Statistics, ValueStatistics};
 use parquet::schema::types::ColumnDescPtr;
 
 use super::chunk::{self, BoundaryOrderTracker, ChunkWriter, DataPage, EncodedChunk};
-use super::fixed_dictionary::{Dictionary, key_values};
+use super::fixed_dictionary::{Dictionary, Span, key_values};
 use super::{delta, rle};
 
 /// How a column's values are stored and ordered.
@@ -224,13 +224,19 @@ fn gather<T: ArrowPrimitiveType>(
     }
 }
 
-/// Collects the rows of `arrays` into `scratch.bits` and `scratch.valid`.
-fn gather_rows(arrays: &[ArrayRef], scratch: &mut Scratch) -> Result<()> {
+/// Collects the rows of `arrays` into `scratch.bits` and `scratch.valid`, and their [`Span`]
+/// into `span` (only where `span` is given: a dictionary will be tried).
+fn gather_rows(
+    arrays: &[ArrayRef],
+    scratch: &mut Scratch,
+    mut span: Option<&mut Span>,
+) -> Result<()> {
     let nullable = arrays.iter().any(|a| a.null_count() > 0);
     let (bits, valid) = (&mut scratch.bits, &mut scratch.valid);
     bits.clear();
     valid.clear();
     for array in arrays {
+        let start = bits.len();
         match array.data_type() {
             DataType::Int8 => gather(
                 array.as_primitive::<Int8Type>(),
@@ -308,6 +314,9 @@ fn gather_rows(arrays: &[ArrayRef], scratch: &mut Scratch) -> Result<()> {
                 )));
             }
         }
+        if let Some(span) = span.as_deref_mut() {
+            span.add(&bits[start..]);
+        }
     }
     Ok(())
 }
@@ -330,18 +339,19 @@ pub(super) fn encode(
     let Some(mode) = Mode::of(descr, props, layout) else {
         return Ok(None);
     };
-    gather_rows(arrays, scratch)?;
+    let mut span = Span::new(1u64 << (layout.width * 8 - 1));
+    let dictionary_tried = mode == Mode::Dictionary;
+    gather_rows(arrays, scratch, dictionary_tried.then_some(&mut span))?;
     let rows: usize = arrays.iter().map(|a| a.len()).sum();
     let limit = props.column_dictionary_page_size_limit(path) / layout.width;
     let dictionary = scratch.dictionary.get_or_insert_with(Dictionary::new);
-    let sign = 1u64 << (layout.width * 8 - 1);
     // PLAIN and delta columns never read the dictionary (`key_values` empties it only for a
     // chunk it keys).
-    let keyed = mode == Mode::Dictionary
+    let keyed = dictionary_tried
         && key_values(
             dictionary,
             &scratch.bits,
-            sign,
+            &span,
             limit,
             &mut scratch.keys,
             &mut scratch.sample,
