@@ -213,13 +213,13 @@ impl Span {
     }
 }
 
-/// Keys `bits` (whose [`Span`] is `span`) into `dictionary` (emptied first); false once it would hold over `limit` entries. Values close together
-/// ([`dense_span`]) are keyed by their offset; others through the hash table, where a value
-/// equal to the one before takes its key without a probe. Either way keys are given in order
-/// of first appearance, so the chunk is the same. Values whose span is under `limit` fit
-/// whatever they are and are keyed at once; others are first sampled ([`clearly_over`], with
-/// `sample` as its memory), and a column clearly over the limit is not keyed at all (the
-/// dictionary is then left as it was).
+/// Keys `bits` (whose [`Span`] is `span`) into `dictionary` (emptied first); false once it
+/// would hold over `limit` entries. Values close together ([`dense_span`]) are keyed by their
+/// offset; others through the hash table, where a value equal to the one before takes its key
+/// without a probe. Either way keys are given in order of first appearance, so the chunk is
+/// the same. Values whose span is under `limit` fit whatever they are and are keyed at once;
+/// others are first sampled ([`clearly_over`], with `sample` as its memory), and a column
+/// clearly over the limit is not keyed at all (the dictionary is then left as it was).
 pub(super) fn key_values(
     dictionary: &mut Dictionary,
     bits: &[u64],
