@@ -308,6 +308,24 @@ mod tests {
         span
     }
 
+    /// [`key_values`] of unsigned 64-bit values.
+    fn key_unsigned(
+        dictionary: &mut Dictionary,
+        bits: &[u64],
+        limit: usize,
+        keys: &mut Vec<u32>,
+        sample: &mut hashbrown::HashSet<u64, foldhash::fast::FixedState>,
+    ) -> bool {
+        key_values(
+            dictionary,
+            bits,
+            &span_of(bits, 1 << 63),
+            limit,
+            keys,
+            sample,
+        )
+    }
+
     /// The sampled estimate says "clearly over" for mostly distinct values and never for a
     /// column whose dictionary fits, however many rows repeat it; the exact interning agrees.
     #[test]
@@ -323,10 +341,9 @@ mod tests {
         assert!(!clearly_over(&cycle, limit, &mut sample));
         let mut dictionary = Dictionary::new();
         let mut keys = Vec::new();
-        assert!(key_values(
+        assert!(key_unsigned(
             &mut dictionary,
             &cycle,
-            &span_of(&cycle, 1 << 63),
             limit,
             &mut keys,
             &mut sample
@@ -339,10 +356,9 @@ mod tests {
         );
         // Mostly distinct values are refused by the sample: the dictionary is not even
         // emptied, let alone filled up to the limit.
-        assert!(!key_values(
+        assert!(!key_unsigned(
             &mut dictionary,
             &distinct,
-            &span_of(&distinct, 1 << 63),
             limit,
             &mut keys,
             &mut sample
@@ -352,10 +368,9 @@ mod tests {
         // memory, which sampling clears first, keeps a value put there).
         sample.clear();
         sample.insert(u64::MAX);
-        assert!(key_values(
+        assert!(key_unsigned(
             &mut dictionary,
             &cycle,
-            &span_of(&cycle, 1 << 63),
             limit,
             &mut keys,
             &mut sample
@@ -364,10 +379,9 @@ mod tests {
         // Over the limit but not twice over: left to the exact interning, which overflows.
         let over: Vec<u64> = (0..200_000u64).map(|i| i % 15_000).collect();
         assert!(!clearly_over(&over, limit, &mut sample));
-        assert!(!key_values(
+        assert!(!key_unsigned(
             &mut dictionary,
             &over,
-            &span_of(&over, 1 << 63),
             limit,
             &mut keys,
             &mut sample
