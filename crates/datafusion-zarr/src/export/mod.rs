@@ -402,7 +402,7 @@ async fn write_stream_to(
     let file = std::fs::File::create(atomic.temp_path()).map_err(|e| {
         DataFusionError::Execution(format!("cannot write {}: {e}", target.display()))
     })?;
-    let rows = writer::write_stream(stream, file, props, parallelism).await?;
+    let rows = writer::write_stream(stream, file, target, props, parallelism).await?;
     atomic.commit()?;
     Ok(rows)
 }
