@@ -205,26 +205,24 @@ impl PyZarrTable {
             row_group_size,
             threads,
         };
-        let Some(callback) = progress else {
-            return runtime::run_interruptible(py, request.run(self.table.clone()))?
-                .map_err(zarr_error)?
-                .map_err(|e| zarr_error(datafusion_zarr::error_message(&e)));
-        };
         // The scan counts rows as it reads them; the callback sees the counts on this thread,
         // with the GIL, between the waits for signals, when they have changed, and once more
         // at the end. An exception it raises cancels the export like Ctrl-C.
         let counter = Arc::new(datafusion_zarr::ProgressCounter::new());
-        let table = self.table.clone().with_progress(counter.clone());
+        let table = match progress {
+            Some(_) => self.table.clone().with_progress(counter.clone()),
+            None => self.table.clone(),
+        };
         let mut reported = None;
         let mut report = |_: Python<'_>| -> PyResult<()> {
             let now = counter.snapshot();
-            if reported != Some(now) {
+            if let Some(callback) = progress.as_ref().filter(|_| reported != Some(now)) {
                 reported = Some(now);
                 callback.call1((now.rows, now.total_rows))?;
             }
             Ok(())
         };
-        let rows = runtime::run_interruptible_with(py, request.run(table), &mut report)?
+        let rows = runtime::run_interruptible(py, request.run(table), &mut report)?
             .map_err(zarr_error)?
             .map_err(|e| zarr_error(datafusion_zarr::error_message(&e)))?;
         report(py)?;

@@ -49,19 +49,11 @@ pub fn block_on<T: Send>(future: impl Future<Output = T> + Send) -> Result<T, St
 }
 
 /// Runs `future` as a task on the runtime while the calling Python thread waits without the
-/// GIL, looking every 100 ms for a signal, as Python code does between bytecodes. On Ctrl-C
-/// (or any signal handler that raises) the task is cancelled and waited for, so that its
-/// clean-up (an export's temporary file) is done before the exception reaches the caller.
+/// GIL, looking every 100 ms for a signal, as Python code does between bytecodes, then calling
+/// `every_wait` with the GIL. On Ctrl-C (or any signal handler that raises), or an error from
+/// `every_wait`, the task is cancelled and waited for, so that its clean-up (an export's
+/// temporary file) is done before the exception reaches the caller.
 pub fn run_interruptible<T: Send + 'static>(
-    py: pyo3::Python<'_>,
-    future: impl Future<Output = T> + Send + 'static,
-) -> pyo3::PyResult<Result<T, String>> {
-    run_interruptible_with(py, future, |_| Ok(()))
-}
-
-/// [`run_interruptible`], calling `every_wait` with the GIL after each 100 ms wait (after the
-/// signal check); an error from it cancels the task as a signal does and is returned.
-pub fn run_interruptible_with<T: Send + 'static>(
     py: pyo3::Python<'_>,
     future: impl Future<Output = T> + Send + 'static,
     mut every_wait: impl FnMut(pyo3::Python<'_>) -> pyo3::PyResult<()>,

@@ -158,7 +158,7 @@ pub(super) async fn write_stream(
         append(&mut file_writer, Some(task)).await?;
     }
     file_writer.close()?;
-    write_back.finish().await?;
+    write_back.finished().await?;
     Ok(rows)
 }
 
@@ -204,10 +204,6 @@ impl EarlyWriteBack {
     }
 
     /// Waits for the sync still running; its error, if it failed.
-    async fn finish(mut self) -> Result<()> {
-        self.finished().await
-    }
-
     async fn finished(&mut self) -> Result<()> {
         let Some(task) = self.running.take() else {
             return Ok(());
