@@ -155,9 +155,16 @@ fn batches(string_type: &DataType, rows: usize, batch: usize) -> Vec<RecordBatch
                     (start..end).map(|i| (i as u32 % 1000).wrapping_mul(0x9e37_79b9)),
                 )),
                 Arc::new(Float32Array::from(temp[start..end].to_vec())),
-                Arc::new(Float64Array::from_iter_values(
-                    (start..end).map(|i| (i as f64).sqrt() - 300.0),
-                )),
+                // Written PLAIN by ours in the first row group (read from the arrays, no
+                // nulls): NaN, both zeros and infinities in its first pages, -inf in its
+                // fourth, finite values (a zero at row 90,000) elsewhere.
+                Arc::new(Float64Array::from_iter_values((start..end).map(
+                    |i| match i % 1009 {
+                        0 if i < 60_000 => [f64::NAN, -0.0, 0.0, f64::INFINITY][(i / 1009) % 4],
+                        _ if i == 70_001 => f64::NEG_INFINITY,
+                        _ => (i as f64).sqrt() - 300.0,
+                    },
+                ))),
                 Arc::new(Float32Array::from_iter_values((start..end).map(|i| {
                     if (40_000..60_000).contains(&i) {
                         f32::NAN

@@ -135,7 +135,7 @@ impl Dictionary {
 /// One value in this many (by hash) is sampled by [`clearly_over`].
 const SAMPLE_ONE_IN: u64 = 64;
 
-/// Whether `bits` clearly hold more than `limit` distinct values, estimated from the distinct
+/// Whether `bits` (`len` of them) clearly hold more than `limit` distinct values, estimated from the distinct
 /// values whose hash falls in one 64th of the hash space (each distinct value is sampled or
 /// not, however often it occurs, so 64 × the sampled count estimates the distinct count, to
 /// within a few percent once it matters). "Clearly" is twice the limit: a column whose
@@ -144,16 +144,17 @@ const SAMPLE_ONE_IN: u64 = 64;
 /// hundreds of thousands of insertions the exact answer would cost (20% of an N-D float
 /// export, issue #14).
 pub(super) fn clearly_over(
-    bits: &[u64],
+    bits: impl IntoIterator<Item = u64>,
+    len: usize,
     limit: usize,
     sample: &mut hashbrown::HashSet<u64, foldhash::fast::FixedState>,
 ) -> bool {
     let over = (2 * limit as u64).div_ceil(SAMPLE_ONE_IN) as usize;
-    if bits.len() <= 2 * limit {
+    if len <= 2 * limit {
         return false;
     }
     sample.clear();
-    for &value in bits {
+    for value in bits {
         // The hash's top bits select; the set hashes with another function, so the sampled
         // values spread over its buckets.
         if hash(value) < u64::MAX / SAMPLE_ONE_IN && sample.insert(value) && sample.len() > over {
@@ -218,21 +219,25 @@ impl Span {
 /// offset; others through the hash table, where a value equal to the one before takes its key
 /// without a probe. Either way keys are given in order of first appearance, so the chunk is
 /// the same. Values whose span is under `limit` fit whatever they are and are keyed at once;
-/// others are first sampled ([`clearly_over`], with `sample` as its memory), and a column
-/// clearly over the limit is not keyed at all (the dictionary is then left as it was).
+/// others are first sampled ([`clearly_over`], with `sample` as its memory; `None` when the
+/// caller has sampled them already), and a column clearly over the limit is not keyed at all
+/// (the dictionary is then left as it was).
 pub(super) fn key_values(
     dictionary: &mut Dictionary,
     bits: &[u64],
     span: &Span,
     limit: usize,
     keys: &mut Vec<u32>,
-    sample: &mut hashbrown::HashSet<u64, foldhash::fast::FixedState>,
+    sample: Option<&mut hashbrown::HashSet<u64, foldhash::fast::FixedState>>,
 ) -> bool {
     let closest = span.closest();
     // A span under the limit holds at most `limit` distinct values: no sample needed (one
     // pass over the values fewer for a coordinate or code column, 1.6% of an N-D export).
     let fits = closest.is_some_and(|(_, _, span)| span < limit as u64);
-    if !fits && clearly_over(bits, limit, sample) {
+    if let Some(sample) = sample
+        && !fits
+        && clearly_over(bits.iter().copied(), bits.len(), limit, sample)
+    {
         return false;
     }
     dictionary.reset();
@@ -322,7 +327,7 @@ mod tests {
             &span_of(bits, 1 << 63),
             limit,
             keys,
-            sample,
+            Some(sample),
         )
     }
 
@@ -335,10 +340,20 @@ mod tests {
         let distinct: Vec<u64> = (0..200_000u64)
             .map(|i| i.wrapping_mul(0x9e37_79b9))
             .collect();
-        assert!(clearly_over(&distinct, limit, &mut sample));
+        assert!(clearly_over(
+            distinct.iter().copied(),
+            distinct.len(),
+            limit,
+            &mut sample
+        ));
         // 9,999 distinct values, cycled over 200,000 rows: the dictionary fits.
         let cycle: Vec<u64> = (0..200_000u64).map(|i| i % 9_999).collect();
-        assert!(!clearly_over(&cycle, limit, &mut sample));
+        assert!(!clearly_over(
+            cycle.iter().copied(),
+            cycle.len(),
+            limit,
+            &mut sample
+        ));
         let mut dictionary = Dictionary::new();
         let mut keys = Vec::new();
         assert!(key_unsigned(
@@ -364,6 +379,11 @@ mod tests {
             &mut sample
         ));
         assert_eq!(dictionary.values.len(), 9_999);
+        // Without a sample (the caller sampled already) the same values are interned up to
+        // the limit.
+        let span = span_of(&distinct, 1 << 63);
+        let unsampled = key_values(&mut dictionary, &distinct, &span, limit, &mut keys, None);
+        assert!(!unsampled && dictionary.values.len() == limit);
         // A span under the limit cannot be over it: keyed without sampling (the sample's
         // memory, which sampling clears first, keeps a value put there).
         sample.clear();
@@ -378,7 +398,12 @@ mod tests {
         assert!(sample.contains(&u64::MAX) && dictionary.values.len() == 9_999);
         // Over the limit but not twice over: left to the exact interning, which overflows.
         let over: Vec<u64> = (0..200_000u64).map(|i| i % 15_000).collect();
-        assert!(!clearly_over(&over, limit, &mut sample));
+        assert!(!clearly_over(
+            over.iter().copied(),
+            over.len(),
+            limit,
+            &mut sample
+        ));
         assert!(!key_unsigned(
             &mut dictionary,
             &over,
@@ -387,7 +412,12 @@ mod tests {
             &mut sample
         ));
         // Too few rows to be twice over.
-        assert!(!clearly_over(&distinct[..20_000], limit, &mut sample));
+        assert!(!clearly_over(
+            distinct[..20_000].iter().copied(),
+            20_000,
+            limit,
+            &mut sample
+        ));
     }
 
     /// A span gathered array by array is the span of all the values; no values, no span; an
@@ -450,7 +480,7 @@ mod tests {
                 &span_of(bits, sign),
                 50_000,
                 &mut keys,
-                &mut sample
+                Some(&mut sample)
             ));
             assert_eq!(!dictionary.dense.is_empty(), dense);
             assert_eq!(dictionary.values.len(), 40_000);
@@ -474,7 +504,7 @@ mod tests {
             &span_of(&sequence, 1 << 63),
             39_999,
             &mut keys,
-            &mut Default::default()
+            Some(&mut Default::default())
         ));
         assert_eq!(dictionary.values.len(), 39_999);
     }

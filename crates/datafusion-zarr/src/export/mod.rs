@@ -26,6 +26,7 @@ mod compress;
 mod copy;
 mod delta;
 mod fixed_dictionary;
+mod floats;
 mod numbers;
 mod prefetch;
 mod rle;

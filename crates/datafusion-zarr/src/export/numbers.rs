@@ -25,7 +25,8 @@ use parquet::file::statistics::{Statistics, ValueStatistics};
 use parquet::schema::types::ColumnDescPtr;
 
 use super::chunk::{self, BoundaryOrderTracker, ChunkWriter, DataPage, EncodedChunk};
-use super::fixed_dictionary::{Dictionary, Span, key_values};
+use super::fixed_dictionary::{Dictionary, Span, clearly_over, key_values};
+use super::floats::Floats;
 use super::{delta, rle};
 
 /// How a column's values are stored and ordered.
@@ -341,21 +342,42 @@ pub(super) fn encode(
     };
     let mut span = Span::new(1u64 << (layout.width * 8 - 1));
     let dictionary_tried = mode == Mode::Dictionary;
-    gather_rows(arrays, scratch, dictionary_tried.then_some(&mut span))?;
     let rows: usize = arrays.iter().map(|a| a.len()).sum();
     let limit = props.column_dictionary_page_size_limit(path) / layout.width;
+    // A float column without nulls written PLAIN is read where it lies (`floats.rs`), and one
+    // that is PLAIN from the start (no dictionary, or one its sample shows clearly over the
+    // limit) is never gathered.
+    let floats = match mode {
+        Mode::Delta => None,
+        _ => Floats::of(arrays),
+    };
+    let gathered = match &floats {
+        Some(floats) => {
+            dictionary_tried && !clearly_over(floats.bits(), rows, limit, &mut scratch.sample)
+        }
+        None => true,
+    };
+    if gathered {
+        gather_rows(arrays, scratch, dictionary_tried.then_some(&mut span))?;
+    } else {
+        scratch.bits.clear();
+        scratch.valid.clear();
+    }
     let dictionary = scratch.dictionary.get_or_insert_with(Dictionary::new);
     // PLAIN and delta columns never read the dictionary (`key_values` empties it only for a
     // chunk it keys).
-    let keyed = dictionary_tried
+    let keyed = gathered
+        && dictionary_tried
         && key_values(
             dictionary,
             &scratch.bits,
             &span,
             limit,
             &mut scratch.keys,
-            &mut scratch.sample,
+            // Floats were sampled above.
+            floats.is_none().then_some(&mut scratch.sample),
         );
+    let floats = floats.filter(|_| !keyed);
     let bit_width = rle::bit_width(dictionary.values.len().saturating_sub(1) as u32);
 
     let page_limit = props.column_data_page_size_limit(path);
@@ -367,6 +389,7 @@ pub(super) fn encode(
     let page_rows = props.data_page_row_count_limit().min(page_rows).max(1);
     let estimate = match keyed {
         true => dictionary.values.len() * layout.width + scratch.keys.len() * 4,
+        false if floats.is_some() => rows * layout.width,
         false => scratch.bits.len() * layout.width,
     };
     let Some(mut chunk) = ChunkWriter::new(descr, props, estimate / 2 + 4096)? else {
@@ -388,8 +411,17 @@ pub(super) fn encode(
             false => Some(&scratch.valid[row..row + page_rows]),
         };
         let values = valid.map_or(page_rows, |v| v.iter().filter(|&&b| b).count());
-        let page_bits = &scratch.bits[value..value + values];
-        let page_min_max = min_max(layout, page_bits);
+        let page_values = value..value + values;
+        let page_bits = match floats {
+            Some(_) => &[][..],
+            None => &scratch.bits[page_values.clone()],
+        };
+        let page_min_max = match &floats {
+            Some(floats) => floats
+                .min_max(page_values.clone())
+                .and_then(|(min, max)| Some((layout.order(min)?, layout.order(max)?))),
+            None => min_max(layout, page_bits),
+        };
         if page_min_max.is_none() && values > 0 {
             // Only NaN: parquet-rs writes no column index for such a chunk.
             return Ok(None);
@@ -411,8 +443,11 @@ pub(super) fn encode(
                 encoded
             }
             false => {
-                let mut encoded = Vec::new();
-                plain(page_bits, layout.width, &mut encoded);
+                let mut encoded = Vec::with_capacity(values * layout.width);
+                match &floats {
+                    Some(floats) => floats.plain(page_values, &mut encoded),
+                    None => plain(page_bits, layout.width, &mut encoded),
+                }
                 encoded
             }
         };
