@@ -90,6 +90,9 @@ const EMPTY_SLOT: Slot = Slot {
 /// Rows whose slots are prefetched together before they are probed.
 const BATCH: usize = 16;
 
+/// The most slots of a table probed without prefetching (24 KiB, within L1).
+const SMALL_TABLE: usize = 1024;
+
 /// The first 16 bytes of `value`, zero-padded.
 #[inline]
 fn head(value: &[u8]) -> [u64; 2] {
@@ -391,6 +394,30 @@ impl Keyed {
                     self.keys.extend(std::iter::repeat_n(key, BATCH));
                     continue;
                 }
+            }
+            // A table that fits L1 (a code column's handful of values) is probed row by row:
+            // its slots need no prefetch, and the two passes below cost more than the probes.
+            if self.dictionary.slots.len() <= SMALL_TABLE {
+                let mut last = self.keys.last().copied();
+                for row in rows {
+                    let (start, end) = (offsets[row].as_usize(), offsets[row + 1].as_usize());
+                    let value = (head_in(data, start, end), end - start);
+                    let key = match last {
+                        Some(key) if value == previous && value.1 <= 16 => key,
+                        _ => {
+                            previous = value;
+                            let bytes = &data[start..end];
+                            let value_hash = self.dictionary.hash(bytes, value.0);
+                            match self.dictionary.intern(bytes, value.0, value_hash) {
+                                Some(key) => key,
+                                None => return false,
+                            }
+                        }
+                    };
+                    self.keys.push(key);
+                    last = Some(key);
+                }
+                continue;
             }
             let mut repeats = 0u32;
             // Prefetch the home slot of every row but the repeats first, so that their cache
