@@ -191,9 +191,9 @@ impl Span {
     }
 
     /// Takes `bits` into account.
-    pub(super) fn add(&mut self, bits: &[u64]) {
+    pub(super) fn add(&mut self, bits: impl IntoIterator<Item = u64>) {
         let sign = self.sign;
-        for &b in bits {
+        for b in bits {
             (self.lo, self.hi) = (self.lo.min(b), self.hi.max(b));
             (self.flipped_lo, self.flipped_hi) =
                 (self.flipped_lo.min(b ^ sign), self.flipped_hi.max(b ^ sign));
@@ -222,9 +222,10 @@ impl Span {
 /// others are first sampled ([`clearly_over`], with `sample` as its memory; `None` when the
 /// caller has sampled them already), and a column clearly over the limit is not keyed at all
 /// (the dictionary is then left as it was).
-pub(super) fn key_values(
+pub(super) fn key_values<I: Iterator<Item = u64>>(
     dictionary: &mut Dictionary,
-    bits: &[u64],
+    bits: impl Fn() -> I,
+    len: usize,
     span: &Span,
     limit: usize,
     keys: &mut Vec<u32>,
@@ -236,30 +237,38 @@ pub(super) fn key_values(
     let fits = closest.is_some_and(|(_, _, span)| span < limit as u64);
     if let Some(sample) = sample
         && !fits
-        && clearly_over(bits.iter().copied(), bits.len(), limit, sample)
+        && clearly_over(bits(), len, limit, sample)
     {
         return false;
     }
     dictionary.reset();
     keys.clear();
-    keys.reserve(bits.len());
+    keys.reserve(len);
     if let Some((flip, smallest, span)) = closest
-        && dense_span(span, bits.len())
+        && dense_span(span, len)
     {
-        return key_dense(dictionary, bits, flip, smallest, span, limit, keys);
+        return key_dense(dictionary, bits(), flip, smallest, span, limit, keys);
     }
-    let (mut last_bits, mut last_key) = match bits.first() {
-        Some(&first) => match dictionary.intern(first, limit) {
+    let mut values = bits();
+    let mut batch = [0u64; BATCH];
+    let (mut last_bits, mut last_key) = match values.next() {
+        Some(first) => match dictionary.intern(first, limit) {
             Some(key) => (first, key),
             None => return false,
         },
         None => return true,
     };
-    for batch in bits.chunks(BATCH) {
-        for &value in batch {
+    keys.push(last_key);
+    loop {
+        let mut n = 0;
+        for (slot, value) in batch.iter_mut().zip(&mut values) {
+            *slot = value;
+            n += 1;
+        }
+        for &value in &batch[..n] {
             prefetch(&dictionary.slots[dictionary.home(value)]);
         }
-        for &value in batch {
+        for &value in &batch[..n] {
             if value != last_bits {
                 match dictionary.intern(value, limit) {
                     Some(key) => (last_bits, last_key) = (value, key),
@@ -268,15 +277,17 @@ pub(super) fn key_values(
             }
             keys.push(last_key);
         }
+        if n < BATCH {
+            return true;
+        }
     }
-    true
 }
 
 /// [`key_values`] for values that all lie in `smallest..=smallest + span` once `flip` is
 /// XORed into them (the sign bit, or nothing).
 fn key_dense(
     dictionary: &mut Dictionary,
-    bits: &[u64],
+    bits: impl Iterator<Item = u64>,
     flip: u64,
     smallest: u64,
     span: u64,
@@ -287,7 +298,7 @@ fn key_dense(
     dense.clear();
     // At most DENSE_MAX + 1 slots: the caller checked the span.
     dense.resize(span as usize + 1, EMPTY);
-    for &value in bits {
+    for value in bits {
         let offset = ((value ^ flip) - smallest) as usize;
         let mut key = dense[offset];
         if key == EMPTY {
@@ -309,7 +320,7 @@ mod tests {
 
     fn span_of(bits: &[u64], sign: u64) -> Span {
         let mut span = Span::new(sign);
-        span.add(bits);
+        span.add(bits.iter().copied());
         span
     }
 
@@ -323,7 +334,8 @@ mod tests {
     ) -> bool {
         key_values(
             dictionary,
-            bits,
+            || bits.iter().copied(),
+            bits.len(),
             &span_of(bits, 1 << 63),
             limit,
             keys,
@@ -382,7 +394,8 @@ mod tests {
         // Without a sample (the caller sampled already) the same values are interned up to
         // the limit.
         let span = span_of(&distinct, 1 << 63);
-        let unsampled = key_values(&mut dictionary, &distinct, &span, limit, &mut keys, None);
+        let all = || distinct.iter().copied();
+        let unsampled = key_values(&mut dictionary, all, 200_000, &span, limit, &mut keys, None);
         assert!(!unsampled && dictionary.values.len() == limit);
         // A span under the limit cannot be over it: keyed without sampling (the sample's
         // memory, which sampling clears first, keeps a value put there).
@@ -430,7 +443,7 @@ mod tests {
         let mut pieces = Span::new(1 << 31);
         assert_eq!(pieces.closest(), None);
         for piece in straddling.chunks(8192) {
-            pieces.add(piece);
+            pieces.add(piece.iter().copied());
         }
         let whole = span_of(&straddling, 1 << 31);
         assert_eq!(pieces.closest(), whole.closest());
@@ -476,7 +489,8 @@ mod tests {
             let mut sample = Default::default();
             assert!(key_values(
                 &mut dictionary,
-                bits,
+                || bits.iter().copied(),
+                bits.len(),
                 &span_of(bits, sign),
                 50_000,
                 &mut keys,
@@ -500,7 +514,8 @@ mod tests {
         let mut keys = Vec::new();
         assert!(!key_values(
             &mut dictionary,
-            &sequence,
+            || sequence.iter().copied(),
+            sequence.len(),
             &span_of(&sequence, 1 << 63),
             39_999,
             &mut keys,

@@ -26,11 +26,11 @@ mod compress;
 mod copy;
 mod delta;
 mod fixed_dictionary;
-mod floats;
 mod numbers;
 mod prefetch;
 mod rle;
 mod strings;
+mod values;
 mod writer;
 
 use std::path::{Path, PathBuf};

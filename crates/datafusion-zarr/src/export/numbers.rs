@@ -25,8 +25,8 @@ use parquet::file::statistics::{Statistics, ValueStatistics};
 use parquet::schema::types::ColumnDescPtr;
 
 use super::chunk::{self, BoundaryOrderTracker, ChunkWriter, DataPage, EncodedChunk};
-use super::fixed_dictionary::{Dictionary, Span, clearly_over, key_values};
-use super::floats::Floats;
+use super::fixed_dictionary::{Dictionary, Span, key_values};
+use super::values::{Values, with_pieces};
 use super::{delta, rle};
 
 /// How a column's values are stored and ordered.
@@ -225,15 +225,15 @@ fn gather<T: ArrowPrimitiveType>(
     }
 }
 
-/// Collects the rows of `arrays` into `scratch.bits` and `scratch.valid`, and their [`Span`]
+/// Collects the rows of `arrays` into `bits` and `valid`, and their [`Span`]
 /// into `span` (only where `span` is given: a dictionary will be tried).
 fn gather_rows(
     arrays: &[ArrayRef],
-    scratch: &mut Scratch,
+    bits: &mut Vec<u64>,
+    valid: &mut Vec<bool>,
     mut span: Option<&mut Span>,
 ) -> Result<()> {
     let nullable = arrays.iter().any(|a| a.null_count() > 0);
-    let (bits, valid) = (&mut scratch.bits, &mut scratch.valid);
     bits.clear();
     valid.clear();
     for array in arrays {
@@ -316,7 +316,7 @@ fn gather_rows(
             }
         }
         if let Some(span) = span.as_deref_mut() {
-            span.add(&bits[start..]);
+            span.add(bits[start..].iter().copied());
         }
     }
     Ok(())
@@ -344,40 +344,54 @@ pub(super) fn encode(
     let dictionary_tried = mode == Mode::Dictionary;
     let rows: usize = arrays.iter().map(|a| a.len()).sum();
     let limit = props.column_dictionary_page_size_limit(path) / layout.width;
-    // A float column without nulls written PLAIN is read where it lies (`floats.rs`), and one
-    // that is PLAIN from the start (no dictionary, or one its sample shows clearly over the
-    // limit) is never gathered.
-    let floats = match mode {
+    // A column without nulls (and not delta-encoded) is read where it lies (`values.rs`);
+    // others are gathered into `scratch.bits` first.
+    let in_place = match mode {
         Mode::Delta => None,
-        _ => Floats::of(arrays),
+        _ => Values::of(arrays),
     };
-    let gathered = match &floats {
-        Some(floats) => {
-            dictionary_tried && !clearly_over(floats.bits(), rows, limit, &mut scratch.sample)
-        }
-        None => true,
-    };
-    if gathered {
-        gather_rows(arrays, scratch, dictionary_tried.then_some(&mut span))?;
-    } else {
-        scratch.bits.clear();
-        scratch.valid.clear();
-    }
-    let dictionary = scratch.dictionary.get_or_insert_with(Dictionary::new);
+    let Scratch {
+        dictionary,
+        bits,
+        keys,
+        valid: validity,
+        sample,
+    } = scratch;
+    let dictionary = dictionary.get_or_insert_with(Dictionary::new);
     // PLAIN and delta columns never read the dictionary (`key_values` empties it only for a
     // chunk it keys).
-    let keyed = gathered
-        && dictionary_tried
-        && key_values(
-            dictionary,
-            &scratch.bits,
-            &span,
-            limit,
-            &mut scratch.keys,
-            // Floats were sampled above.
-            floats.is_none().then_some(&mut scratch.sample),
-        );
-    let floats = floats.filter(|_| !keyed);
+    let keyed = match &in_place {
+        Some(values) => {
+            bits.clear();
+            validity.clear();
+            dictionary_tried
+                && with_pieces!(values, pieces => {
+                    // A float column's span is wide whatever its values (its sample decides).
+                    if layout.kind != Kind::Float {
+                        span.add(pieces.bits());
+                    }
+                    key_values(dictionary, || pieces.bits(), rows, &span, limit, keys, Some(sample))
+                })
+        }
+        None => {
+            gather_rows(
+                arrays,
+                bits,
+                validity,
+                dictionary_tried.then_some(&mut span),
+            )?;
+            dictionary_tried
+                && key_values(
+                    dictionary,
+                    || bits.iter().copied(),
+                    bits.len(),
+                    &span,
+                    limit,
+                    keys,
+                    Some(sample),
+                )
+        }
+    };
     let bit_width = rle::bit_width(dictionary.values.len().saturating_sub(1) as u32);
 
     let page_limit = props.column_data_page_size_limit(path);
@@ -388,9 +402,9 @@ pub(super) fn encode(
     };
     let page_rows = props.data_page_row_count_limit().min(page_rows).max(1);
     let estimate = match keyed {
-        true => dictionary.values.len() * layout.width + scratch.keys.len() * 4,
-        false if floats.is_some() => rows * layout.width,
-        false => scratch.bits.len() * layout.width,
+        true => dictionary.values.len() * layout.width + keys.len() * 4,
+        false if in_place.is_some() => rows * layout.width,
+        false => bits.len() * layout.width,
     };
     let Some(mut chunk) = ChunkWriter::new(descr, props, estimate / 2 + 4096)? else {
         return Ok(None);
@@ -406,18 +420,18 @@ pub(super) fn encode(
     let (mut row, mut value) = (0, 0);
     while row < rows {
         let page_rows = page_rows.min(rows - row);
-        let valid = match scratch.valid.is_empty() {
+        let valid = match validity.is_empty() {
             true => None,
-            false => Some(&scratch.valid[row..row + page_rows]),
+            false => Some(&validity[row..row + page_rows]),
         };
         let values = valid.map_or(page_rows, |v| v.iter().filter(|&&b| b).count());
         let page_values = value..value + values;
-        let page_bits = match floats {
+        let page_bits = match in_place {
             Some(_) => &[][..],
-            None => &scratch.bits[page_values.clone()],
+            None => &bits[page_values.clone()],
         };
-        let page_min_max = match &floats {
-            Some(floats) => floats
+        let page_min_max = match &in_place {
+            Some(in_place) => in_place
                 .min_max(page_values.clone())
                 .and_then(|(min, max)| Some((layout.order(min)?, layout.order(max)?))),
             None => min_max(layout, page_bits),
@@ -430,11 +444,7 @@ pub(super) fn encode(
             true => {
                 let mut encoded = Vec::with_capacity(values * usize::from(bit_width) / 8 + 16);
                 encoded.push(bit_width);
-                rle::encode(
-                    &scratch.keys[value..value + values],
-                    bit_width,
-                    &mut encoded,
-                );
+                rle::encode(&keys[value..value + values], bit_width, &mut encoded);
                 encoded
             }
             false if mode == Mode::Delta => {
@@ -444,8 +454,8 @@ pub(super) fn encode(
             }
             false => {
                 let mut encoded = Vec::with_capacity(values * layout.width);
-                match &floats {
-                    Some(floats) => floats.plain(page_values, &mut encoded),
+                match &in_place {
+                    Some(in_place) => in_place.plain(page_values, &mut encoded),
                     None => plain(page_bits, layout.width, &mut encoded),
                 }
                 encoded
