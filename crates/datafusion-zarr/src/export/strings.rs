@@ -590,7 +590,13 @@ fn page_min_max(
         dictionary.order[first as usize],
         dictionary.order[first as usize],
     );
+    let mut previous = first;
     for &key in rest {
+        // A run of one value (an N-D array's outer coordinate) is compared once.
+        if key == previous {
+            continue;
+        }
+        previous = key;
         let head = dictionary.order[key as usize];
         // A key passed over here is never smaller than the minimum (which only decreases) nor
         // larger than the maximum (which only increases): comparing it once is enough.
