@@ -166,9 +166,10 @@ pub(super) fn clearly_over(
 
 /// The smallest and largest of a column's value bits, as they are and with the sign bit
 /// flipped: a signed column whose values straddle zero (-1000..100000 in an int32) is close
-/// together only in the second order. Gathered while the values are in cache (`numbers.rs`
-/// adds each Arrow array as it copies it): a pass of its own over a row group's values (8 MB)
-/// waited on memory for a third of [`key_values`]'s time.
+/// together only in the second order. A column `numbers.rs` gathers adds each Arrow array as
+/// it copies it, while the values are in cache (a pass of its own over a row group's 8 MB of
+/// gathered values waited on memory for a third of [`key_values`]'s time); a column read in
+/// place (`values.rs`) is one pass over its arrays, each value read at its own width.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Span {
     sign: u64,

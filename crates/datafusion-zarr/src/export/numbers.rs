@@ -7,7 +7,9 @@
 //! before falling back to PLAIN for the rest of the chunk (a third of the export of an N-D
 //! float array, issue #14); here values are compared as 4- or 8-byte integers, a repeated
 //! value costs one comparison, and a chunk whose dictionary overflows is written PLAIN
-//! throughout (no larger than parquet-rs's half-dictionary chunk).
+//! throughout (no larger than parquet-rs's half-dictionary chunk). A column without nulls
+//! (and not delta-encoded) is read where it lies, in its Arrow arrays (`values.rs`); others
+//! are first gathered as 64-bit values.
 //!
 //! Statistics follow parquet-rs's rules: NaN is never a minimum or maximum (a page of only
 //! NaN is declined, since parquet-rs then drops the column index), a zero minimum is written
