@@ -13,12 +13,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, Float32Array, Float64Array, Int8Array, Int64Array, LargeStringArray,
-    RecordBatch, StringArray, StringViewArray, UInt32Array, UInt64Array,
+    Array, ArrayRef, AsArray, Float32Array, Float64Array, Int8Array, Int32Array, Int64Array,
+    LargeStringArray, RecordBatch, StringArray, StringViewArray, UInt32Array, UInt64Array,
 };
 use arrow::compute::concat_batches;
 use arrow::datatypes::{DataType, Field, Schema};
-use arrow::datatypes::{Float32Type, Float64Type, Int8Type, Int64Type, UInt32Type, UInt64Type};
+use arrow::datatypes::{
+    Float32Type, Float64Type, Int8Type, Int32Type, Int64Type, UInt32Type, UInt64Type,
+};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_zarr::export::{Compression, ParquetExport, write_parquet};
 use parquet::arrow::ArrowWriter;
@@ -104,6 +106,7 @@ fn batches(string_type: &DataType, rows: usize, batch: usize) -> Vec<RecordBatch
         Field::new("unique_f64", DataType::Float64, false),
         Field::new("nan_page", DataType::Float32, false),
         Field::new("hour", DataType::UInt64, false),
+        Field::new("signed", DataType::Int32, false),
     ]));
     // Floats with NaN, both zeros, infinities and subnormals among ordinary values.
     let special = [
@@ -175,6 +178,15 @@ fn batches(string_type: &DataType, rows: usize, batch: usize) -> Vec<RecordBatch
                 Arc::new(UInt64Array::from_iter_values(
                     (start..end).map(|i| u64::MAX - (i as u64 / 1000) % 24),
                 )),
+                // Signed, no nulls (read in place), spread too widely to be keyed densely:
+                // -100,000..100,000 with i32::MIN and i32::MAX in the first page.
+                Arc::new(Int32Array::from_iter_values((start..end).map(
+                    |i| match i {
+                        3 => i32::MIN,
+                        5 => i32::MAX,
+                        _ => (i as i64 * 2_654_435_761 % 200_000 - 100_000) as i32,
+                    },
+                ))),
             ];
             RecordBatch::try_new(schema.clone(), columns).unwrap()
         })
@@ -315,6 +327,10 @@ fn numeric_bounds(values: &ArrayRef) -> Option<(Vec<u8>, Vec<u8>)> {
         DataType::Int8 => bounds(
             values.as_primitive::<Int8Type>().iter().flatten(),
             |v, _| i32::from(v).to_le_bytes().to_vec(),
+        ),
+        DataType::Int32 => bounds(
+            values.as_primitive::<Int32Type>().iter().flatten(),
+            |v, _| v.to_le_bytes().to_vec(),
         ),
         DataType::UInt32 => bounds(
             values.as_primitive::<UInt32Type>().iter().flatten(),
@@ -495,6 +511,7 @@ async fn compare(string_type: DataType, compression: Compression, rows: usize) {
         (9, true),
         (10, false),
         (11, true),
+        (12, true),
     ]);
     for (column, ours_wrote) in columns {
         assert_eq!(
