@@ -4,7 +4,7 @@
 //! nulls, delta-encoded ones, 1- and 2-byte integers) first widens every value to 64 bits in
 //! a buffer of its own and compares them one by one (floats in an order that must step
 //! around NaN): for the float array of an N-D export, 8 MB written and read three times per
-//! row group, and a sixth of the export's CPU in `numbers::encode` (issue #14).
+//! row group, and 12–14% of the export's profile in `numbers::encode` (issue #14).
 
 use std::ops::Range;
 
