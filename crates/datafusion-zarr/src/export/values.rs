@@ -10,8 +10,8 @@ use std::ops::Range;
 
 use arrow::array::{ArrayRef, AsArray};
 use arrow::datatypes::{
-    ArrowPrimitiveType, DataType, Float32Type, Float64Type, Int32Type, Int64Type, UInt32Type,
-    UInt64Type,
+    ArrowPrimitiveType, DataType, Float32Type, Float64Type, Int32Type, Int64Type, ToByteSlice,
+    UInt32Type, UInt64Type,
 };
 
 /// A 4- or 8-byte value type as this module reads it.
@@ -70,18 +70,16 @@ macro_rules! with_pieces {
 }
 pub(super) use with_pieces;
 
-/// Each array's values and the same values as bytes (native byte order).
+/// Each array's values.
 pub(super) struct Pieces<'a, T> {
     values: Vec<&'a [T]>,
-    bytes: Vec<&'a [u8]>,
 }
 
 impl<'a, T: Native> Pieces<'a, T> {
     fn of<A: ArrowPrimitiveType<Native = T>>(arrays: &'a [ArrayRef]) -> Self {
-        let buffers = arrays.iter().map(|a| a.as_primitive::<A>().values());
+        let values = arrays.iter().map(|a| &a.as_primitive::<A>().values()[..]);
         Self {
-            values: buffers.clone().map(|b| &b[..]).collect(),
-            bytes: buffers.map(|b| b.inner().as_slice()).collect(),
+            values: values.collect(),
         }
     }
 
@@ -121,7 +119,7 @@ impl<'a, T: Native> Pieces<'a, T> {
     fn plain(&self, rows: Range<usize>, out: &mut Vec<u8>) {
         let width = std::mem::size_of::<T>();
         for (i, range) in self.within(rows) {
-            let bytes = &self.bytes[i][range.start * width..range.end * width];
+            let bytes = self.values[i][range].to_byte_slice();
             if cfg!(target_endian = "little") {
                 out.extend_from_slice(bytes);
             } else {
