@@ -110,17 +110,29 @@ fn head_in(data: &[u8], start: usize, end: usize) -> [u64; 2] {
         Some(sixteen) => {
             let mut bytes = [0u8; 16];
             bytes.copy_from_slice(sixteen);
-            let len = end - start;
-            let mask = if len >= 16 {
-                u128::MAX
-            } else {
-                (1u128 << (len * 8)) - 1
-            };
-            split(u128::from_le_bytes(bytes) & mask)
+            let [lo, hi] = split(u128::from_le_bytes(bytes));
+            let [lo_mask, hi_mask] = HEAD_MASKS[(end - start).min(16)];
+            [lo & lo_mask, hi & hi_mask]
         }
         None => head(&data[start..end]),
     }
 }
+
+/// `HEAD_MASKS[n]` keeps the first `n` bytes of a 16-byte head: one load, where a 128-bit
+/// shift by the length compiles to a chain of shifts and selects.
+static HEAD_MASKS: [[u64; 2]; 17] = {
+    let mut masks = [[0u64; 2]; 17];
+    let mut n = 0;
+    while n <= 16 {
+        let mask = match n {
+            16 => u128::MAX,
+            _ => (1u128 << (n * 8)) - 1,
+        };
+        masks[n] = [mask as u64, (mask >> 64) as u64];
+        n += 1;
+    }
+    masks
+};
 
 fn split(x: u128) -> [u64; 2] {
     [x as u64, (x >> 64) as u64]
@@ -192,6 +204,19 @@ impl Dictionary {
     #[inline]
     fn home(&self, value_hash: u64) -> usize {
         value_hash as usize & (self.slots.len() - 1)
+    }
+
+    /// The key of a value of up to 16 bytes found in its home slot (most probes of a table at
+    /// most half full): the row loops inline this and call [`Dictionary::intern`], which
+    /// probes on and adds, only when it fails.
+    #[inline(always)]
+    fn at_home(&self, value_head: [u64; 2], value_len: usize, value_hash: u64) -> Option<u32> {
+        let slot = self.slots[self.home(value_hash)];
+        let found = slot.key != EMPTY
+            && slot.head == value_head
+            && slot.len as usize == value_len
+            && value_len <= 16;
+        found.then_some(slot.key)
     }
 
     /// The key of `value` (whose first 16 bytes are `value_head`, whose hash is
@@ -293,9 +318,12 @@ struct Keyed {
 /// not fault in megabytes of fresh pages).
 pub(super) struct Scratch {
     keyed: Keyed,
-    /// Per dictionary entry, the stamp of the last page whose statistics compared it whole
-    /// (two bytes each, so that the table stays in cache; cleared when the stamps wrap).
+    /// Per dictionary entry, the stamp of the last page whose statistics compared it whole,
+    /// or (a small dictionary) that held it (two bytes each, so that the table stays in
+    /// cache; cleared when the stamps wrap).
     seen: Vec<u16>,
+    /// A small dictionary's keys in the order of their values (see [`RANKED_MOST`]).
+    sorted: Vec<u32>,
 }
 
 impl Default for Scratch {
@@ -308,6 +336,7 @@ impl Default for Scratch {
                 rows: 0,
             },
             seen: Vec::new(),
+            sorted: Vec::new(),
         }
     }
 }
@@ -408,7 +437,10 @@ impl Keyed {
                             previous = value;
                             let bytes = &data[start..end];
                             let value_hash = self.dictionary.hash(bytes, value.0);
-                            match self.dictionary.intern(bytes, value.0, value_hash) {
+                            let found = self.dictionary.at_home(value.0, value.1, value_hash);
+                            match found
+                                .or_else(|| self.dictionary.intern(bytes, value.0, value_hash))
+                            {
                                 Some(key) => key,
                                 None => return false,
                             }
@@ -440,8 +472,11 @@ impl Keyed {
                     Some(&key) if repeats & (1 << i) != 0 => Some(key),
                     _ => {
                         let (start, end) = (offsets[row].as_usize(), offsets[row + 1].as_usize());
-                        self.dictionary
-                            .intern(&data[start..end], value_head, value_hash)
+                        let found = self.dictionary.at_home(value_head, end - start, value_hash);
+                        found.or_else(|| {
+                            self.dictionary
+                                .intern(&data[start..end], value_head, value_hash)
+                        })
                     }
                 };
                 match key {
@@ -491,6 +526,15 @@ pub(super) fn encode(
     let seen = &mut scratch.seen;
     seen.clear();
     seen.resize(dictionary.len(), 0);
+    // A dictionary much smaller than its chunk is sorted once, so that each page's bounds
+    // are found by marking its keys (see [`page_min_max_ranked`]).
+    let sorted = &mut scratch.sorted;
+    sorted.clear();
+    let ranked = dictionary.len() <= RANKED_MOST && dictionary.len() * 64 <= keyed.keys.len();
+    if ranked {
+        sorted.extend(0..dictionary.len() as u32);
+        sorted.sort_unstable_by(|&a, &b| dictionary.compare(a, b));
+    }
     let mut stamp = 0u16;
     let mut arrays_rows = RowRanges::new(arrays);
     let mut boundary = BoundaryOrderTracker::new();
@@ -511,7 +555,10 @@ pub(super) fn encode(
                 1
             }
         };
-        let page_min_max = page_min_max(dictionary, page_keys, seen, stamp);
+        let page_min_max = match ranked {
+            true => page_min_max_ranked(page_keys, sorted, seen, stamp),
+            false => page_min_max(dictionary, page_keys, seen, stamp),
+        };
         let min_max = match page_min_max {
             None => None,
             Some((min, max)) => {
@@ -619,6 +666,31 @@ fn page_min_max(
         }
     }
     Some((min, max))
+}
+
+/// The most entries a dictionary sorted for [`page_min_max_ranked`] may have; it must also
+/// have at most one entry per 64 rows, so that its sort (about d·log d comparisons) stays
+/// small against marking the chunk's rows.
+const RANKED_MOST: usize = 4096;
+
+/// [`page_min_max`] for a dictionary whose keys are `sorted` by value: each of the page's
+/// keys is marked with `stamp` in `seen` (one store per row, no comparison, no branch on the
+/// data), then the sorted keys are walked from either end to the first marked one. A code
+/// column of six labels spent a third of its encoding on the comparisons of
+/// [`page_min_max`], whose branches cannot settle when consecutive rows differ (issue #14).
+fn page_min_max_ranked(
+    keys: &[u32],
+    sorted: &[u32],
+    seen: &mut [u16],
+    stamp: u16,
+) -> Option<(u32, u32)> {
+    for &key in keys {
+        seen[key as usize] = stamp;
+    }
+    let marked = |key: &&u32| seen[**key as usize] == stamp;
+    let min = sorted.iter().find(marked)?;
+    let max = sorted.iter().rev().find(marked)?;
+    Some((*min, *max))
 }
 
 /// The string bytes of row ranges of a column given as consecutive arrays, walked forward
