@@ -201,9 +201,21 @@ impl Span {
         }
     }
 
+    /// Takes into account values whose smallest and largest bits are `unsigned`, and whose
+    /// smallest and largest read as signed integers (of the column's width) have the bits
+    /// `signed`: what [`Span::add`] finds, from extremes found elsewhere.
+    pub(super) fn add_extremes(&mut self, unsigned: (u64, u64), signed: (u64, u64)) {
+        let sign = self.sign;
+        (self.lo, self.hi) = (self.lo.min(unsigned.0), self.hi.max(unsigned.1));
+        (self.flipped_lo, self.flipped_hi) = (
+            self.flipped_lo.min(signed.0 ^ sign),
+            self.flipped_hi.max(signed.1 ^ sign),
+        );
+    }
+
     /// The narrower of the two orders, as (the bits to flip, the smallest value once flipped,
     /// the span); `None` without values.
-    fn closest(&self) -> Option<(u64, u64, u64)> {
+    pub(super) fn closest(&self) -> Option<(u64, u64, u64)> {
         if self.lo > self.hi {
             return None;
         }

@@ -366,12 +366,11 @@ pub(super) fn encode(
         Some(values) => {
             bits.clear();
             validity.clear();
+            if dictionary_tried {
+                values.add_to(&mut span);
+            }
             dictionary_tried
                 && with_pieces!(values, pieces => {
-                    // A float column's span is wide whatever its values (its sample decides).
-                    if layout.kind != Kind::Float {
-                        span.add(pieces.bits());
-                    }
                     key_values(dictionary, || pieces.bits(), rows, &span, limit, keys, Some(sample))
                 })
         }
