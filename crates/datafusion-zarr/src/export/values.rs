@@ -297,6 +297,17 @@ mod tests {
 
     use super::*;
 
+    /// A fixed pseudo-random sequence (xorshift64), so the tests need no extra dependency.
+    fn xorshift() -> impl FnMut() -> u64 {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
     /// The smallest and largest non-NaN values, one at a time, as the reference.
     fn reference<T: Native>(values: &[T]) -> Option<(T, T)> {
         let mut found: Option<(T, T)> = None;
@@ -323,12 +334,10 @@ mod tests {
             1e-40,
             -1e-40,
         ];
-        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = xorshift();
         let values: Vec<f32> = (0..1000)
             .map(|i| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
+                let state = next();
                 match (i / 100, state % 9) {
                     // Rows 300..400: NaN only.
                     (3, _) => f32::NAN,
@@ -456,13 +465,7 @@ mod tests {
             let what = format!("{case}: {} values of {}", values.len(), A::DATA_TYPE);
             assert_eq!(got.closest(), want.closest(), "{what}");
         }
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift();
         let wide: Vec<u64> = (0..600).map(|_| next()).collect();
         let near_zero: Vec<i64> = (0..600).map(|_| (next() % 2001) as i64 - 1000).collect();
         for (case, i64s) in [
