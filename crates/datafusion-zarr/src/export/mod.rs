@@ -81,8 +81,9 @@ pub struct ParquetExport {
     /// consecutive integers that this encoding stores in a few bits each (instead of 8 bytes
     /// each, plain, after a dictionary attempt that cannot succeed).
     pub delta_encoded: Vec<String>,
-    /// Row groups encoded at once (by our writer, or by DataFusion's as
-    /// [`parallel_row_groups`] tunes it); the number of cores when `None`.
+    /// Row groups encoded at once (by our writer, which keeps one more in flight so that no
+    /// core waits while the oldest is finished, or by DataFusion's as [`parallel_row_groups`]
+    /// tunes it); the number of cores when `None`.
     pub parallelism: Option<usize>,
 }
 

@@ -64,8 +64,8 @@ struct RowGroupPlan {
 
 /// Writes `stream` to `file` (the temporary file of `target`, as errors name it) with `props`
 /// (which carry the footer's key-value metadata and, unless skipped, the Arrow schema),
-/// encoding up to `parallelism` row groups at once. Returns the number of rows written.
-/// Memory: about `parallelism` + 1 row groups.
+/// encoding up to `parallelism` + 1 row groups at once. Returns the number of rows written.
+/// Memory: about `parallelism` + 2 row groups.
 pub(super) async fn write_stream(
     mut stream: SendableRecordBatchStream,
     file: File,
@@ -143,7 +143,12 @@ pub(super) async fn write_stream(
                 rows += buffered_rows as u64;
                 buffered_rows = 0;
                 row_groups += 1;
-                if in_flight.len() >= parallelism.max(1) {
+                // One row group more than `parallelism` in flight: while the oldest is
+                // awaited (the stream is not read meanwhile), the others keep every core
+                // busy. With exactly `parallelism`, the cores were busy about 80% of an N-D
+                // export; one more measured 4-10% less wall time (issue #14) for about one
+                // row group more memory.
+                if in_flight.len() > parallelism.max(1) {
                     let oldest = in_flight.pop_front();
                     append(&mut file_writer, oldest).await?;
                     write_back.start().await?;
