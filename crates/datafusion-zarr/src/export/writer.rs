@@ -146,7 +146,7 @@ pub(super) async fn write_stream(
                 // One row group more than `parallelism` in flight: while the oldest is
                 // awaited (the stream is not read meanwhile), the others keep every core
                 // busy. With exactly `parallelism`, the cores were busy about 80% of an N-D
-                // export; one more measured 4-10% less wall time (issue #14) for about one
+                // export; one more measured 2-10% less wall time (issue #14) for about one
                 // row group more memory.
                 if in_flight.len() > parallelism.max(1) {
                     let oldest = in_flight.pop_front();
