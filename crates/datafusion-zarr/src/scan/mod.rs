@@ -5,11 +5,13 @@
 //! the scan), [`dynamic`] (DataFusion's runtime filters → units during it), [`raw_filter`]
 //! (string predicates on UTF-32), [`grid`] (geometry), [`fetch`] (encoded chunks from the
 //! store), [`prefetch`] (fetching the next units while one decodes), [`read`] (decode and
-//! assemble regions), [`convert`] (elements → Arrow), [`stream`] (one partition's batches),
+//! assemble regions), [`convert`] (elements → Arrow), [`coordinates`] (a unit's coordinate
+//! values → a batch's coordinate columns), [`stream`] (one partition's batches),
 //! [`ordered`] (one partition in index order from several decoding lanes), [`file_scan`] (the
 //! scan as a `DataSourceExec` a cluster divides among its executors).
 
 mod convert;
+mod coordinates;
 mod dynamic;
 mod fetch;
 mod file_scan;

@@ -5,7 +5,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array, UInt64Array};
+use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt64Array};
 use arrow::compute::take;
 use arrow::datatypes::SchemaRef;
 use datafusion::physical_plan::PhysicalExpr;
@@ -15,6 +15,7 @@ use crate::error::{Result, ZarrError};
 use crate::node::ArrayNode;
 use crate::progress::ScanProgress;
 use crate::scan::convert::to_arrow;
+use crate::scan::coordinates::{contiguous_coords, expand};
 use crate::scan::dynamic::DynamicPruner;
 use crate::scan::fetch::{ReadCounts, chunk_key};
 use crate::scan::grid::UnitGrid;
@@ -406,32 +407,6 @@ fn unit_coords(origin: &[u64], extent: &[u64], row: usize) -> Vec<u64> {
     coords
 }
 
-/// The coordinates along one dimension of the unit rows `rows` (contiguous, C order): runs of
-/// `stride` equal values cycling through `0..extent`. One division per batch instead of two
-/// per row (the index columns of an export were 3% of its time).
-fn contiguous_coords(rows: Range<usize>, stride: u64, extent: u64) -> Vec<u64> {
-    let n = rows.len();
-    let mut out = Vec::with_capacity(n);
-    let first = rows.start as u64;
-    let mut coord = (first / stride) % extent;
-    if stride == 1 {
-        while out.len() < n {
-            let end = extent.min(coord + (n - out.len()) as u64);
-            out.extend(coord..end);
-            coord = 0;
-        }
-        return out;
-    }
-    let mut run = stride - first % stride;
-    while out.len() < n {
-        let take = run.min((n - out.len()) as u64) as usize;
-        out.extend(std::iter::repeat_n(coord, take));
-        coord = if coord + 1 >= extent { 0 } else { coord + 1 };
-        run = stride;
-    }
-    out
-}
-
 fn build_batch(
     model: &TableModel,
     schema: &SchemaRef,
@@ -469,8 +444,11 @@ fn build_batch(
                 Arc::new(UInt64Array::from(coords))
             }
             UnitColumn::Coordinate { dim, values } => {
-                let idx = UInt32Array::from_iter_values(local(*dim).into_iter().map(|c| c as u32));
-                take(values.as_ref(), &idx, None).map_err(|e| {
+                let coordinates = match &unit.selection {
+                    None => expand(values, positions.clone(), strides[*dim], unit.extent[*dim]),
+                    Some(_) => take(values.as_ref(), &UInt64Array::from(local(*dim)), None),
+                };
+                coordinates.map_err(|e| {
                     ZarrError::internal(format!("looking up coordinates of {}: {e}", model.display))
                 })?
             }
@@ -527,29 +505,4 @@ fn locate(node: &ArrayNode, coords: &[u64]) -> (String, u64) {
         index = index * shape[d].get() + (coords[d] - origin[d]);
     }
     (key, index)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::contiguous_coords;
-
-    /// The runs equal the coordinate computed row by row, for every start inside the unit.
-    #[test]
-    fn contiguous_coords_equal_row_by_row_division() {
-        for (stride, extent) in [(1, 1), (1, 7), (3, 1), (3, 5), (100, 10), (7, 3)] {
-            let unit_rows = (stride * extent * 2) as usize;
-            for start in 0..unit_rows {
-                for len in [0, 1, 2, 5, stride as usize + 1, unit_rows - start] {
-                    let end = (start + len).min(unit_rows);
-                    let expected: Vec<u64> =
-                        (start..end).map(|r| (r as u64 / stride) % extent).collect();
-                    assert_eq!(
-                        contiguous_coords(start..end, stride, extent),
-                        expected,
-                        "stride {stride}, extent {extent}, rows {start}..{end}"
-                    );
-                }
-            }
-        }
-    }
 }
