@@ -14,6 +14,10 @@
 by default as in DataFusion): an index column `i` (uint64) and the value column `value` (string),
 the schema `zarr-sql export` writes. Prints `{"op":"export","rows":N,"seconds":S,...}`.
 
+`export-nd STORE OUT.parquet` does the same for a 2-D array with dimension names (`--array`,
+default `temp`): a row per element, its two coordinates (the group's arrays of those names, or
+the positions) and its value, read one row of chunks at a time and written in C order within it.
+
 `--threads N` (default 1) gives the peer every kind of parallelism zarr-python and pyarrow let
 it use:
   * zarr-python: `async.concurrency = N` and `threading.max_workers = N` (its codec thread pool);
@@ -67,6 +71,27 @@ def ordered_map(fn, items, threads):
             yield window.popleft().result()
 
 
+def write_row_groups(tables, schema, args):
+    """Writes `tables` to `args.out` (zstd level 3, `args.row_group_size` rows per row group) by
+    way of a temporary file; returns the rows written."""
+    rows = 0
+    pending, pending_rows = [], 0
+    tmp = args.out + ".tmp"
+    with pq.ParquetWriter(tmp, schema, compression="zstd", compression_level=3) as writer:
+        for t in tables:
+            pending.append(t)
+            pending_rows += t.num_rows
+            if pending_rows >= args.row_group_size:
+                writer.write_table(pa.concat_tables(pending), row_group_size=args.row_group_size)
+                rows += pending_rows
+                pending, pending_rows = [], 0
+        if pending:
+            writer.write_table(pa.concat_tables(pending), row_group_size=args.row_group_size)
+            rows += pending_rows
+    os.replace(tmp, args.out)
+    return rows
+
+
 def scan(args):
     arr = zarr.open_array(args.store, mode="r")
     pattern = args.pattern
@@ -94,21 +119,7 @@ def export(args):
         )
 
     t0 = time.perf_counter()
-    rows = 0
-    pending, pending_rows = [], 0
-    tmp = args.out + ".tmp"
-    with pq.ParquetWriter(tmp, schema, compression="zstd", compression_level=3) as writer:
-        for t in ordered_map(table, chunk_ranges(arr), args.threads):
-            pending.append(t)
-            pending_rows += t.num_rows
-            if pending_rows >= args.row_group_size:
-                writer.write_table(pa.concat_tables(pending), row_group_size=args.row_group_size)
-                rows += pending_rows
-                pending, pending_rows = [], 0
-        if pending:
-            writer.write_table(pa.concat_tables(pending), row_group_size=args.row_group_size)
-            rows += pending_rows
-    os.replace(tmp, args.out)
+    rows = write_row_groups(ordered_map(table, chunk_ranges(arr), args.threads), schema, args)
     seconds = time.perf_counter() - t0
     print(
         json.dumps(
@@ -122,6 +133,43 @@ def export(args):
             }
         )
     )
+
+
+def export_nd(args):
+    """Streams an N-D array and its coordinates into one Parquet file, a row per element."""
+    group = zarr.open_group(args.store, mode="r")
+    arr = group[args.array]
+    dims = arr.metadata.dimension_names
+    if arr.ndim != 2 or dims is None:
+        sys.exit(f"export-nd takes a 2-D array with dimension_names, not {args.array}")
+    outer, inner = (group[d][:] if d in group else np.arange(n) for d, n in zip(dims, arr.shape))
+
+    def arrow_type(values):
+        return pa.string() if values.dtype.kind == "U" else pa.from_numpy_dtype(values.dtype)
+
+    schema = pa.schema(
+        [(dims[0], arrow_type(outer)), (dims[1], arrow_type(inner)), (args.array, arrow_type(arr))]
+    )
+    n_inner = arr.shape[1]
+    inner_col = pa.array(inner, type=schema.field(1).type)
+
+    def table(rng):
+        # One row of chunks along the outer dimension, every element in C order.
+        s, e = rng
+        outer_col = pa.array(outer[s:e], type=schema.field(0).type)
+        repeat = pa.array(np.repeat(np.arange(e - s), n_inner))
+        return pa.table(
+            [outer_col.take(repeat), pa.concat_arrays([inner_col] * (e - s)), pa.array(arr[s:e].ravel())],
+            schema=schema,
+        )
+
+    (n_outer, c_outer) = (arr.shape[0], arr.chunks[0])
+    ranges = [(s, min(s + c_outer, n_outer)) for s in range(0, n_outer, c_outer)]
+    t0 = time.perf_counter()
+    rows = write_row_groups(ordered_map(table, ranges, args.threads), schema, args)
+    seconds = time.perf_counter() - t0
+    print(json.dumps({"op": "export-nd", "rows": rows, "seconds": round(seconds, 4), "threads": args.threads,
+                      "out": args.out, "bytes": os.path.getsize(args.out)}))
 
 
 def main():
@@ -143,13 +191,19 @@ def main():
     p.add_argument("out")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--row-group-size", type=int, default=1_000_000)
+    p = sub.add_parser("export-nd", help="stream a 2-D array and its coordinates into a Parquet file")
+    p.add_argument("store")
+    p.add_argument("out")
+    p.add_argument("--array", default="temp")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--row-group-size", type=int, default=1_000_000)
     args = ap.parse_args()
     args.threads = max(1, args.threads)
     concurrency = max(args.threads, getattr(args, "chunks_per_read", 1))
     zarr.config.set({"async.concurrency": concurrency, "threading.max_workers": args.threads})
     pa.set_cpu_count(args.threads)
     pa.set_io_thread_count(args.threads)
-    {"scan": scan, "export": export}[args.op](args)
+    {"scan": scan, "export": export, "export-nd": export_nd}[args.op](args)
     return 0
 
 

@@ -12,8 +12,9 @@
 //!   with the CPU time of each;
 //! - the same for issue #14's other shapes, each against its own full scan (every value of
 //!   every column): the group table `benches/data/group_20m.zarr` (`make_group_store.py`) and
-//!   the N-D array `benches/data/stations.zarr` (`make_pushdown_store.py`); a shape whose
-//!   store is absent is skipped with a message.
+//!   the N-D array `benches/data/stations.zarr` (`make_pushdown_store.py`), the latter also
+//!   against the peer's export of it (`peer.py export-nd`); a shape whose store is absent is
+//!   skipped with a message.
 //!
 //! Each command runs `ZARR_BENCH_RUNS` times (default 3), alternating ours and the peer's, with
 //! `ZARR_BENCH_THREADS` threads (default: the number of cores) on each side (`-p N`,
@@ -315,15 +316,17 @@ mod unix {
                 root.join("benches/data/group_20m.zarr"),
                 "benches/peer/make_group_store.py",
                 GROUP_FULL_SCAN,
+                None,
             ),
             (
                 "N-D array (temp(station, hour) float32 with its coordinates; 10 M rows)",
                 root.join("benches/data/stations.zarr"),
                 "benches/peer/make_pushdown_store.py",
                 STATIONS_FULL_SCAN,
+                Some("export-nd"),
             ),
         ];
-        for (name, shape_store, script, full_scan) in shapes {
+        for (name, shape_store, script, full_scan, peer_op) in shapes {
             if !shape_store.join("zarr.json").is_file() {
                 println!(
                     "{name}: skipped, no store at {} (generate it with `python3 {script}`)\n",
@@ -340,6 +343,7 @@ mod unix {
                 threads: &threads_s,
                 runs,
                 out_dir: &out_dir,
+                peer: peer_op.map(|op| (python.as_str(), peer.as_path(), op)),
             });
         }
         let _ = std::fs::remove_dir_all(&out_dir);
@@ -354,12 +358,16 @@ mod unix {
         threads: &'a str,
         runs: usize,
         out_dir: &'a Path,
+        /// The peer's interpreter, script and subcommand for this shape, if it has one.
+        peer: Option<(&'a str, &'a Path, &'a str)>,
     }
 
     fn export_against_scan(r: &ExportRun) {
         let out = r.out_dir.join("shape.parquet");
         let copy_out = r.out_dir.join("shape_copy.parquet");
+        let peer_out = r.out_dir.join("shape_peer.parquet");
         let copy_sql = format!("COPY (SELECT * FROM t) TO '{}'", copy_out.display());
+        let (mut peer, mut peer_cpu, mut peer_rss) = (vec![], vec![], 0);
         let (mut full, mut export, mut copy) = (vec![], vec![], vec![]);
         let (mut full_cpu, mut export_cpu, mut copy_cpu) = (vec![], vec![], vec![]);
         let (mut export_rss, mut copy_rss) = (0, 0);
@@ -385,6 +393,17 @@ mod unix {
             copy.push(c.seconds);
             copy_cpu.push(c.cpu_seconds);
             copy_rss = copy_rss.max(c.peak_rss_kib);
+            if let Some((python, script, op)) = r.peer {
+                let p = run(Command::new(python)
+                    .arg(script)
+                    .arg(op)
+                    .arg(r.store)
+                    .arg(&peer_out)
+                    .args(["--threads", r.threads, "--row-group-size", ROW_GROUP]));
+                peer.push(p.seconds);
+                peer_cpu.push(p.cpu_seconds);
+                peer_rss = peer_rss.max(p.peak_rss_kib);
+            }
         }
         let rows = parquet_rows(&out);
         assert_eq!(
@@ -418,6 +437,22 @@ mod unix {
             mib(copy_rss),
             size_mib(&copy_out)
         );
+        if r.peer.is_some() {
+            assert_eq!(
+                parquet_rows(&peer_out),
+                rows,
+                "the peer wrote another row count"
+            );
+            let ps = median(peer.clone());
+            println!(
+                "  peer (zarr-python + pyarrow) median {ps:5.2} s   runs [{}]   CPU [{}]   peak RSS {:7.1} MiB   file {} MiB",
+                list(&peer),
+                list(&peer_cpu),
+                mib(peer_rss),
+                size_mib(&peer_out)
+            );
+            println!("  ratio peer / zarr-sql export: {:.2}x (wall)", ps / es);
+        }
         println!(
             "  export / full scan: {:.2}x (CPU {:.2}x)   COPY / full scan: {:.2}x (CPU {:.2}x)   (target at most 1.5x)\n",
             es / fs,
