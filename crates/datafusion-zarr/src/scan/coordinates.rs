@@ -58,22 +58,30 @@ fn segments(rows: Range<usize>, stride: u64, extent: u64) -> Vec<Segment> {
     out
 }
 
-/// The coordinates along one dimension of the unit rows `rows` (contiguous, C order): runs of
-/// `stride` equal values cycling through `0..extent`. One division per batch instead of two
-/// per row (the index columns of an export were 3% of its time).
-pub(super) fn contiguous_coords(rows: Range<usize>, stride: u64, extent: u64) -> Vec<u64> {
-    row_indices(&segments(rows, stride, extent))
+/// The coordinates along one dimension of the unit rows `rows` (contiguous, C order), each
+/// plus `base` (an index column's origin, added in the same pass): runs of `stride` equal
+/// values cycling through `0..extent`. One division per batch instead of two per row (the
+/// index columns of an export were 3% of its time).
+pub(super) fn contiguous_coords(
+    rows: Range<usize>,
+    stride: u64,
+    extent: u64,
+    base: u64,
+) -> Vec<u64> {
+    row_indices(&segments(rows, stride, extent), base)
 }
 
-/// Each row's index into the values, by `segments`.
-fn row_indices(segments: &[Segment]) -> Vec<u64> {
+/// Each row's index into the values by `segments`, plus `base`.
+fn row_indices(segments: &[Segment], base: u64) -> Vec<u64> {
     let mut out = Vec::with_capacity(segments.iter().map(segment_rows).sum());
     for segment in segments {
         match *segment {
             Segment::Repeat { index, count } => {
-                out.extend(std::iter::repeat_n(index as u64, count));
+                out.extend(std::iter::repeat_n(base + index as u64, count));
             }
-            Segment::Slice { start, len } => out.extend(start as u64..(start + len) as u64),
+            Segment::Slice { start, len } => {
+                out.extend(base + start as u64..base + (start + len) as u64);
+            }
         }
     }
     out
@@ -204,7 +212,7 @@ fn segment_rows(segment: &Segment) -> usize {
 fn take_segments(values: &ArrayRef, segments: &[Segment]) -> Result<ArrayRef, ArrowError> {
     take(
         values.as_ref(),
-        &UInt64Array::from(row_indices(segments)),
+        &UInt64Array::from(row_indices(segments, 0)),
         None,
     )
 }
@@ -285,10 +293,11 @@ mod tests {
             for start in 0..unit_rows {
                 for len in [0, 1, 2, 5, stride as usize + 1, unit_rows - start] {
                     let end = (start + len).min(unit_rows);
-                    let expected: Vec<u64> =
-                        (start..end).map(|r| (r as u64 / stride) % extent).collect();
+                    let expected: Vec<u64> = (start..end)
+                        .map(|r| 7 + (r as u64 / stride) % extent)
+                        .collect();
                     assert_eq!(
-                        contiguous_coords(start..end, stride, extent),
+                        contiguous_coords(start..end, stride, extent, 7),
                         expected,
                         "stride {stride}, extent {extent}, rows {start}..{end}"
                     );

@@ -420,14 +420,16 @@ fn build_batch(
         strides[d] = strides[d + 1] * unit.extent[d + 1];
     }
     // The coordinate of each of this batch's rows along dimension `d`, within the unit.
-    let local = |d: usize| -> Vec<u64> {
+    // `base` plus the coordinate of each of this batch's rows along dimension `d`, within
+    // the unit.
+    let local = |d: usize, base: u64| -> Vec<u64> {
         let (stride, extent) = (strides[d].max(1), unit.extent[d].max(1));
         match &unit.selection {
             Some(sel) => sel[positions.clone()]
                 .iter()
-                .map(|&r| (u64::from(r) / stride) % extent)
+                .map(|&r| base + (u64::from(r) / stride) % extent)
                 .collect(),
-            None => contiguous_coords(positions.clone(), stride, extent),
+            None => contiguous_coords(positions.clone(), stride, extent, base),
         }
     };
     let rows: Vec<usize> = match &unit.selection {
@@ -438,15 +440,12 @@ fn build_batch(
     for (column, field) in unit.columns.iter().zip(schema.fields()) {
         arrays.push(match column {
             UnitColumn::Index { dim } => {
-                let origin = unit.origin[*dim];
-                let mut coords = local(*dim);
-                coords.iter_mut().for_each(|c| *c += origin);
-                Arc::new(UInt64Array::from(coords))
+                Arc::new(UInt64Array::from(local(*dim, unit.origin[*dim])))
             }
             UnitColumn::Coordinate { dim, values } => {
                 let coordinates = match &unit.selection {
                     None => expand(values, positions.clone(), strides[*dim], unit.extent[*dim]),
-                    Some(_) => take(values.as_ref(), &UInt64Array::from(local(*dim)), None),
+                    Some(_) => take(values.as_ref(), &UInt64Array::from(local(*dim, 0)), None),
                 };
                 coordinates.map_err(|e| {
                     ZarrError::internal(format!("looking up coordinates of {}: {e}", model.display))
