@@ -1,6 +1,6 @@
 //! Expands a unit's coordinate values into a batch's coordinate column: along a dimension of
-//! stride `s`, each value covers `s` consecutive rows, and the values repeat every unit row
-//! of the dimension above. Built by whole runs and slices rather than by Arrow's `take` with
+//! stride `s` and extent `e`, each value covers `s` consecutive rows, and the values cycle
+//! every `s × e` rows. Built by whole runs and slices rather than by Arrow's `take` with
 //! one index per row, which copied the station strings of `temp(station, hour)` one call per
 //! row: assembling the batches was 29% of the CPU samples of its full scan (issue #14).
 
@@ -32,6 +32,13 @@ fn segments(rows: Range<usize>, stride: u64, extent: u64) -> Vec<Segment> {
     let mut left = rows.len() as u64;
     let first = rows.start as u64;
     let mut index = (first / stride) % extent;
+    if extent == 1 && left > 0 {
+        // One value for every row (a dimension of length 1 in the unit), not a slice per row.
+        return vec![Segment::Repeat {
+            index: 0,
+            count: left as usize,
+        }];
+    }
     if stride == 1 {
         while left > 0 {
             let len = (extent - index).min(left);
@@ -185,9 +192,10 @@ fn repeat_bytes<T: ByteArrayType>(
     let offsets = OffsetBuffer::new(ends.into());
     // SAFETY: `data` holds whole values of `values`, a valid array of the same type, one after
     // another, and `offsets` starts at 0 and ends each copied value, so the offsets rise, stay
-    // within `data` (each checked to fit the offset type above) and fall on value boundaries
-    // (UTF-8 character boundaries for strings). `try_new` would check every offset and the
-    // UTF-8 of every byte again: a third of this function's time.
+    // within `data`, fit the offset type (each segment's largest is checked above, and they
+    // only rise) and fall on value boundaries (UTF-8 character boundaries for strings).
+    // `try_new` would check every offset and the UTF-8 of every byte again: a third of this
+    // function's time.
     let array = unsafe { GenericByteArray::<T>::new_unchecked(offsets, data.into(), None) };
     Ok(std::sync::Arc::new(array))
 }
@@ -222,8 +230,8 @@ mod tests {
     use std::sync::Arc;
 
     use arrow::array::{
-        BooleanArray, Decimal128Array, Int64Array, LargeStringArray, StringArray, StringViewArray,
-        TimestampSecondArray, UInt32Array,
+        BinaryArray, BooleanArray, Decimal128Array, Int64Array, LargeBinaryArray, LargeStringArray,
+        StringArray, StringViewArray, TimestampSecondArray, UInt32Array,
     };
 
     use super::*;
@@ -238,8 +246,18 @@ mod tests {
 
     #[test]
     fn expansions_equal_a_row_by_row_take() {
-        let strings: Vec<String> = (0..7).map(|i| "ab".repeat(i)).collect();
+        // Empty strings, multi-byte UTF-8, and arrays that are slices of larger ones.
+        let strings: Vec<String> = (0..7).map(|i| "aé€😀".repeat(i)).collect();
+        let longer: Vec<String> = (0..10).map(|i| format!("x{i}")).collect();
         let arrays: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from_iter_values(&longer).slice(2, 7)),
+            Arc::new(Int64Array::from_iter_values(0..10).slice(3, 7)),
+            Arc::new(BinaryArray::from_iter_values(
+                strings.iter().map(|s| s.as_bytes()),
+            )),
+            Arc::new(LargeBinaryArray::from_iter_values(
+                strings.iter().map(|s| s.as_bytes()),
+            )),
             Arc::new(Int64Array::from_iter_values(10..17)),
             Arc::new(TimestampSecondArray::from_iter_values(0..7).with_timezone("Europe/Paris")),
             Arc::new(

@@ -419,7 +419,6 @@ fn build_batch(
     for d in (0..ndim.saturating_sub(1)).rev() {
         strides[d] = strides[d + 1] * unit.extent[d + 1];
     }
-    // The coordinate of each of this batch's rows along dimension `d`, within the unit.
     // `base` plus the coordinate of each of this batch's rows along dimension `d`, within
     // the unit.
     let local = |d: usize, base: u64| -> Vec<u64> {
