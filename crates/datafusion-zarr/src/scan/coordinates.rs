@@ -28,17 +28,17 @@ enum Segment {
 /// `extent`: row `r` takes value `(r / stride) % extent`.
 fn segments(rows: Range<usize>, stride: u64, extent: u64) -> Vec<Segment> {
     let (stride, extent) = (stride.max(1), extent.max(1));
-    let mut out = Vec::new();
     let mut left = rows.len() as u64;
-    let first = rows.start as u64;
-    let mut index = (first / stride) % extent;
     if extent == 1 && left > 0 {
         // One value for every row (a dimension of length 1 in the unit), not a slice per row.
         return vec![Segment::Repeat {
             index: 0,
-            count: left as usize,
+            count: rows.len(),
         }];
     }
+    let mut out = Vec::new();
+    let first = rows.start as u64;
+    let mut index = (first / stride) % extent;
     if stride == 1 {
         while left > 0 {
             let len = (extent - index).min(left);
@@ -164,8 +164,8 @@ fn repeat_bytes<T: ByteArrayType>(
             Segment::Repeat { index, count } => {
                 let value = &bytes[offsets[index].as_usize()..offsets[index + 1].as_usize()];
                 let start = data.len();
-                let total = value.len() * count;
-                offset::<T>(start + total)?; // The largest offset of the run fits.
+                let total = value.len().saturating_mul(count);
+                offset::<T>(start.saturating_add(total))?; // The run's largest offset fits.
                 data.reserve(total);
                 data.extend_from_slice(value);
                 while data.len() - start < total {
@@ -200,7 +200,8 @@ fn repeat_bytes<T: ByteArrayType>(
     Ok(std::sync::Arc::new(array))
 }
 
-/// `at` as an offset of `T`, or an error past its range (2 GiB for 32-bit offsets).
+/// `at` as an offset of `T`, or an error past its range (2 GiB for 32-bit offsets; a
+/// saturated sum is past every range).
 fn offset<T: ByteArrayType>(at: usize) -> Result<T::Offset, ArrowError> {
     T::Offset::from_usize(at).ok_or_else(|| {
         ArrowError::InvalidArgumentError(format!(
