@@ -14,9 +14,16 @@ const MINIBLOCKS: usize = 4;
 /// Values per miniblock.
 const MINIBLOCK: usize = BLOCK / MINIBLOCKS;
 
-/// Appends `values` (the physical bits of INT32 values when `width` is 4, of INT64 values when
-/// it is 8) to `out`, delta-encoded. Deltas wrap in the physical type, as readers undo them.
-pub(super) fn encode(values: &[u64], width: usize, out: &mut Vec<u8>) {
+/// Appends `len` values (the physical bits of INT32 values when `width` is 4, of INT64 values
+/// when it is 8) to `out`, delta-encoded; `values` yields exactly `len`. Deltas wrap in the
+/// physical type, as readers undo them. An iterator rather than a slice, so that a column read
+/// where it lies (`values.rs`) needs no copy first.
+pub(super) fn encode(
+    values: impl IntoIterator<Item = u64>,
+    len: usize,
+    width: usize,
+    out: &mut Vec<u8>,
+) {
     let as_signed = |bits: u64| -> i64 {
         match width {
             4 => i64::from(bits as u32 as i32),
@@ -32,19 +39,26 @@ pub(super) fn encode(values: &[u64], width: usize, out: &mut Vec<u8>) {
     };
     uleb128(BLOCK as u64, out);
     uleb128(MINIBLOCKS as u64, out);
-    uleb128(values.len() as u64, out);
-    let first = values.first().map_or(0, |&v| as_signed(v));
+    uleb128(len as u64, out);
+    let mut values = values.into_iter();
+    let first = values.next().map_or(0, as_signed);
     uleb128(zigzag(first), out);
 
     let mut deltas = [0i64; BLOCK];
     let mut previous = first;
-    for block in values.get(1..).unwrap_or_default().chunks(BLOCK) {
-        for (delta, &bits) in deltas.iter_mut().zip(block) {
+    loop {
+        // `deltas` first: the zip stops at a full block without taking a value more.
+        let mut filled = 0;
+        for (delta, bits) in deltas.iter_mut().zip(&mut values) {
             let value = as_signed(bits);
             *delta = as_signed(wrapped(value, previous));
             previous = value;
+            filled += 1;
         }
-        let deltas = &deltas[..block.len()];
+        if filled == 0 {
+            break;
+        }
+        let deltas = &deltas[..filled];
         let min = deltas.iter().copied().min().unwrap_or(0);
         uleb128(zigzag(min), out);
         let widths_at = out.len();
@@ -58,6 +72,9 @@ pub(super) fn encode(values: &[u64], width: usize, out: &mut Vec<u8>) {
             let bits = (64 - max.leading_zeros()) as usize;
             out[widths_at + m] = bits as u8;
             pack(miniblock.iter().map(|&d| wrapped(d, min)), bits, out);
+        }
+        if filled < BLOCK {
+            break;
         }
     }
 }
@@ -97,7 +114,7 @@ mod tests {
     fn consecutive_integers_take_a_few_bytes_per_block() {
         let values: Vec<u64> = (1000..1000 + 1 + 128 * 3).collect();
         let mut out = Vec::new();
-        encode(&values, 8, &mut out);
+        encode(values.iter().copied(), values.len(), 8, &mut out);
         // Header: 128, 4, 385, zigzag(1000) (two bytes each but 4); then per block the min
         // delta 1 (zigzag 2) and four zero widths.
         assert_eq!(&out[..3], &[0x80, 0x01, 4]);

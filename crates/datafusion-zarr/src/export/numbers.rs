@@ -7,9 +7,9 @@
 //! before falling back to PLAIN for the rest of the chunk (a third of the export of an N-D
 //! float array, issue #14); here values are compared as 4- or 8-byte integers, a repeated
 //! value costs one comparison, and a chunk whose dictionary overflows is written PLAIN
-//! throughout (no larger than parquet-rs's half-dictionary chunk). A column without nulls
-//! (and not delta-encoded) is read where it lies, in its Arrow arrays (`values.rs`); others
-//! are first gathered as 64-bit values.
+//! throughout (no larger than parquet-rs's half-dictionary chunk). A column without nulls is
+//! read where it lies, in its Arrow arrays (`values.rs`); others are first gathered as 64-bit
+//! values.
 //!
 //! Statistics follow parquet-rs's rules: NaN is never a minimum or maximum (a page of only
 //! NaN is declined, since parquet-rs then drops the column index), a zero minimum is written
@@ -346,12 +346,9 @@ pub(super) fn encode(
     let dictionary_tried = mode == Mode::Dictionary;
     let rows: usize = arrays.iter().map(|a| a.len()).sum();
     let limit = props.column_dictionary_page_size_limit(path) / layout.width;
-    // A column without nulls (and not delta-encoded) is read where it lies (`values.rs`);
-    // others are gathered into `scratch.bits` first.
-    let in_place = match mode {
-        Mode::Delta => None,
-        _ => Values::of(arrays),
-    };
+    // A column without nulls is read where it lies (`values.rs`); others are gathered into
+    // `scratch.bits` first.
+    let in_place = Values::of(arrays);
     let Scratch {
         dictionary,
         bits,
@@ -450,7 +447,15 @@ pub(super) fn encode(
             }
             false if mode == Mode::Delta => {
                 let mut encoded = Vec::with_capacity(values / 8 + 64);
-                delta::encode(page_bits, layout.width, &mut encoded);
+                match &in_place {
+                    Some(in_place) => in_place.delta(page_values, layout.width, &mut encoded),
+                    None => delta::encode(
+                        page_bits.iter().copied(),
+                        page_bits.len(),
+                        layout.width,
+                        &mut encoded,
+                    ),
+                }
                 encoded
             }
             false => {

@@ -1,10 +1,11 @@
 //! A numeric column without nulls read where it lies, in its Arrow arrays, for `numbers.rs`:
-//! its values' bits for the dictionary, an integer column's span and each page's smallest and
-//! largest value by comparisons the compiler vectorises, and PLAIN pages copied as they are. The general path (columns with
-//! nulls, delta-encoded ones, 1- and 2-byte integers) first widens every value to 64 bits in
-//! a buffer of its own and compares them one by one (floats in an order that must step
-//! around NaN): for the float array of an N-D export, 8 MB written and read three times per
-//! row group, and 12–14% of the export's profile in `numbers::encode` (issue #14).
+//! its values' bits for the dictionary and the delta encoding, an integer column's span and
+//! each page's smallest and largest value by comparisons the compiler vectorises, and PLAIN
+//! pages copied as they are. The general path (columns with nulls, 1- and 2-byte integers)
+//! first widens every value to 64 bits in a buffer of its own and compares them one by one
+//! (floats in an order that must step around NaN): for the float array of an N-D export, 8 MB
+//! written and read three times per row group, and 12–14% of the export's profile in
+//! `numbers::encode` (issue #14).
 
 use std::ops::Range;
 
@@ -14,6 +15,7 @@ use arrow::datatypes::{
     UInt32Type, UInt64Type,
 };
 
+use super::delta;
 use super::fixed_dictionary::Span;
 
 /// A 4- or 8-byte value type as this module reads it.
@@ -123,6 +125,12 @@ impl<'a, T: Native> Pieces<'a, T> {
         self.values
             .iter()
             .flat_map(|piece| piece.iter().map(|v| v.bits()))
+    }
+
+    /// The bits of `rows`' values (zero-extended), in row order.
+    fn bits_of(&self, rows: Range<usize>) -> impl Iterator<Item = u64> + '_ {
+        self.within(rows)
+            .flat_map(|(i, range)| self.values[i][range].iter().map(|v| v.bits()))
     }
 
     /// `(piece, range within it)` for each piece `rows` overlaps.
@@ -249,6 +257,12 @@ impl<'a> Values<'a> {
             Self::U64(pieces) => pieces.add_to(span),
             Self::F32(_) | Self::F64(_) => {}
         }
+    }
+
+    /// Appends `rows`' values delta-encoded ([`delta::encode`]).
+    pub(super) fn delta(&self, rows: Range<usize>, width: usize, out: &mut Vec<u8>) {
+        let len = rows.len();
+        with_pieces!(self, p => delta::encode(p.bits_of(rows), len, width, out))
     }
 
     /// See [`Pieces::plain`].
