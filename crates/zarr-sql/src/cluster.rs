@@ -6,6 +6,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use ballista::prelude::{SessionConfigExt, SessionContextExt};
 use ballista_core::config::TaskSchedulingPolicy;
@@ -110,9 +111,36 @@ pub async fn run_executor(args: ExecutorArgs) -> Result<()> {
         override_physical_codec: Some(Arc::new(ZarrPhysicalCodec::default())),
         ..Default::default()
     };
+    wait_for_scheduler(&args.scheduler).await?;
     start_executor_process(Arc::new(config))
         .await
         .map_err(|e| ballista_error("the executor stopped", e))
+}
+
+/// How long an executor waits for its scheduler to accept connections: scripts, compose files
+/// and our tests start both at once, and Ballista's executor tries to connect only once (its
+/// own waiting, `scheduler_connect_timeout_seconds`, never ends in Ballista 55: it measures
+/// the time elapsed since an instant taken anew on every check).
+const SCHEDULER_WAIT: Duration = Duration::from_secs(30);
+
+/// Returns once something accepts TCP connections at `scheduler` (`host:port`), or an error
+/// after [`SCHEDULER_WAIT`].
+async fn wait_for_scheduler(scheduler: &str) -> Result<()> {
+    let deadline = Instant::now() + SCHEDULER_WAIT;
+    loop {
+        match tokio::net::TcpStream::connect(scheduler).await {
+            Ok(_) => return Ok(()),
+            Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => {
+                return Err(DataFusionError::Execution(format!(
+                    "no scheduler accepts connections at {scheduler} after {} s: {e}",
+                    SCHEDULER_WAIT.as_secs()
+                )));
+            }
+        }
+    }
 }
 
 /// A session whose queries run on the cluster of the scheduler at `url` (`df://host:port`):

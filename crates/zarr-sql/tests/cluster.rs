@@ -482,3 +482,51 @@ fn a_scan_is_divided_among_both_executors_and_each_unit_read_once() {
         .collect();
     panic!("unit runs read per executor: {counts:?}");
 }
+
+/// An executor started before its scheduler waits for it rather than exiting: scripts start
+/// both at once, and so does `cluster()` above (where the race once failed every test).
+#[test]
+fn an_executor_started_before_its_scheduler_waits_for_it() {
+    let logs = tempfile::tempdir().unwrap();
+    let scheduler = format!("127.0.0.1:{}", free_port());
+    let executor_log = logs.path().join("executor.log");
+    let mut executor = spawn(
+        &[
+            "executor".into(),
+            "--scheduler".into(),
+            scheduler.clone(),
+            "--bind".into(),
+            format!("127.0.0.1:{}", free_port()),
+            "--work-dir".into(),
+            logs.path().display().to_string(),
+        ],
+        &executor_log,
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        executor.try_wait().unwrap().is_none(),
+        "the executor exited without its scheduler: {}",
+        std::fs::read_to_string(&executor_log).unwrap_or_default()
+    );
+    let mut scheduler_process = spawn(
+        &["scheduler".into(), "--bind".into(), scheduler],
+        &logs.path().join("scheduler.log"),
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let polling = loop {
+        let log = std::fs::read_to_string(&executor_log).unwrap_or_default();
+        if log.contains("Starting poll work loop") || Instant::now() > deadline {
+            break log;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = executor.kill();
+    let _ = scheduler_process.kill();
+    let _ = (executor.wait(), scheduler_process.wait());
+    assert!(
+        polling.contains("Starting poll work loop"),
+        "the executor did not reach its scheduler: {polling}"
+    );
+}
