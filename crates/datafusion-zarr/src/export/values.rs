@@ -122,9 +122,7 @@ impl<'a, T: Native> Pieces<'a, T> {
 
     /// Every value's bits (zero-extended), in row order.
     pub(super) fn bits(&self) -> impl Iterator<Item = u64> + '_ {
-        self.values
-            .iter()
-            .flat_map(|piece| piece.iter().map(|v| v.bits()))
+        self.bits_of(0..self.values.iter().map(|piece| piece.len()).sum())
     }
 
     /// The bits of `rows`' values (zero-extended), in row order.
