@@ -105,3 +105,28 @@ async fn two_tables_keep_their_own_chunk_limit() {
         "{e}"
     );
 }
+
+/// A chunk object larger than `max_chunk_bytes` is refused from its size, before its bytes are
+/// read (a local store's files are read by our own code, not object_store's), naming the
+/// object and the option; the same store reads whole under a larger limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_encoded_chunk_over_the_limit_is_refused_by_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    write_bomb(dir.path());
+    // The same zstd frame, then 64 KiB of padding zstd skips (a skippable frame).
+    let mut object = std::fs::read(dir.path().join("c/0")).unwrap();
+    object.extend_from_slice(&0x184D_2A50u32.to_le_bytes());
+    object.extend_from_slice(&(64u32 << 10).to_le_bytes());
+    object.resize(object.len() + (64 << 10), 0);
+    std::fs::write(dir.path().join("c/0"), &object).unwrap();
+    let ctx = context();
+    register(&ctx, "strict", dir.path(), 32 << 10).await;
+    let e = length(&ctx, "strict").await.unwrap_err();
+    let expected = format!(
+        "c/0: object is {} bytes, more than max_chunk_bytes = 32768",
+        object.len()
+    );
+    assert!(e.contains(&expected), "{e}");
+    register(&ctx, "loose", dir.path(), 64 << 20).await;
+    assert_eq!(length(&ctx, "loose").await, Ok(BOMB_LEN));
+}

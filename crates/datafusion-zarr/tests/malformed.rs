@@ -120,6 +120,10 @@ async fn a_chunk_key_that_is_a_directory() {
     ))
     .await;
     assert!(e.contains("c/0"), "{e}");
+    assert!(
+        e.contains("is a directory where a chunk or metadata object should be"),
+        "{e}"
+    );
 }
 
 #[tokio::test]

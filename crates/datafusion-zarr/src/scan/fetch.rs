@@ -60,8 +60,8 @@ impl ShardIndexes {
     }
 }
 
-/// Fetches the encoded objects of `chunks` (grid indices of `node`'s read grid) concurrently,
-/// counting the requests' work in `counts`.
+/// Fetches the encoded objects of `chunks` (grid indices of `node`'s read grid) concurrently
+/// (a local store's in one blocking call), counting the requests' work in `counts`.
 pub(crate) async fn fetch_chunks(
     store: &ZarrStore,
     node: &ArrayNode,
@@ -73,25 +73,52 @@ pub(crate) async fn fetch_chunks(
     if node.inner.is_some() {
         return fetch_inner_chunks(store, node, chunks, limits, shard_indexes, counts).await;
     }
-    let fetches = chunks.iter().map(|indices| async move {
-        let (key, _) = chunk_key(node, indices)?;
-        // The declared size is checked before anything is fetched.
-        check_declared(node, indices, limits)?;
-        let object = store.get(&key, limits.chunk).await?;
-        Ok::<_, ZarrError>((indices.clone(), object))
-    });
-    let mut objects = Objects::with_capacity(chunks.len());
-    for (indices, object) in try_join_all(fetches).await? {
-        match &object {
-            Some(o) => {
-                counts.chunks_read += 1;
-                counts.bytes_read += o.len() as u64;
-            }
-            None => counts.chunks_missing += 1,
-        }
-        objects.insert(indices, object);
-    }
+    let mut fetched = fetch_whole_chunks(store, &[(node, chunks)], limits).await?;
+    let (objects, fetch_counts) = fetched.pop().unwrap_or_default();
+    counts.add(&fetch_counts);
     Ok(objects)
+}
+
+/// Fetches the whole chunks of several unsharded arrays at once, one [`ZarrStore::get_many`]
+/// for all (a local store reads them in one blocking call): per `(array, chunks)` of `wanted`,
+/// its objects and the requests' work.
+pub(crate) async fn fetch_whole_chunks(
+    store: &ZarrStore,
+    wanted: &[(&ArrayNode, &[Vec<u64>])],
+    limits: &Limits,
+) -> Result<Vec<(Objects, ReadCounts)>> {
+    let mut keys = Vec::new();
+    for (node, chunks) in wanted {
+        if node.inner.is_some() {
+            return Err(ZarrError::internal(format!(
+                "reading {} by whole chunks",
+                node.display
+            )));
+        }
+        for indices in *chunks {
+            // The declared size is checked before anything is fetched.
+            check_declared(node, indices, limits)?;
+            keys.push(chunk_key(node, indices)?.0);
+        }
+    }
+    let mut fetched = store.get_many(keys, limits.chunk).await?.into_iter();
+    let mut results = Vec::with_capacity(wanted.len());
+    for (_, chunks) in wanted {
+        let mut objects = Objects::with_capacity(chunks.len());
+        let mut counts = ReadCounts::default();
+        for (indices, object) in chunks.iter().zip(fetched.by_ref()) {
+            match &object {
+                Some(o) => {
+                    counts.chunks_read += 1;
+                    counts.bytes_read += o.len() as u64;
+                }
+                None => counts.chunks_missing += 1,
+            }
+            objects.insert(indices.clone(), object);
+        }
+        results.push((objects, counts));
+    }
+    Ok(results)
 }
 
 /// The inner chunks `chunks` of a sharded array: per shard, its index (once), then one

@@ -1,6 +1,9 @@
 //! Fetching ahead: while a partition decodes one work unit, the encoded chunks of its next
 //! units are already being requested, up to `io_concurrency` units and a byte budget. This is
-//! what hides a remote store's latency; units come back in order.
+//! what hides a remote store's latency; units come back in order. A local store's units are
+//! fetched by batches, each one blocking call (`ZarrStore::get_many`), and the window refilled
+//! once half of it is consumed, so that a store of many small chunks does not pay a thread
+//! hand-off per chunk.
 //!
 //! A scan that will read every unit it planned starts with the whole window. One that may stop
 //! early (`LIMIT`, a TopK or join whose dynamic filter prunes the rest) starts at one unit and
@@ -20,7 +23,7 @@ use futures::stream::FuturesOrdered;
 use crate::error::{Result, ZarrError};
 use crate::limits::{Limits, VARIABLE_ELEMENT_BYTES};
 use crate::node::ArrayNode;
-use crate::scan::fetch::{Objects, ReadCounts, ShardIndexes, fetch_chunks};
+use crate::scan::fetch::{Objects, ReadCounts, ShardIndexes, fetch_chunks, fetch_whole_chunks};
 use crate::scan::grid::{ReadGrid, UnitGrid};
 use crate::store::ZarrStore;
 
@@ -60,8 +63,11 @@ pub(crate) struct Prefetcher {
     columns: Vec<PrefetchColumn>,
     max_window: usize,
     window: usize,
-    in_flight: FuturesOrdered<BoxFuture<'static, Result<FetchedUnit>>>,
-    /// Declared bytes of each unit in flight, in order.
+    /// Requests in flight, each of one unit or (a local store's) of several.
+    in_flight: FuturesOrdered<BoxFuture<'static, Result<Vec<FetchedUnit>>>>,
+    /// Units fetched and not yet handed out, in order.
+    ready: VecDeque<FetchedUnit>,
+    /// Declared bytes of each unit requested and not yet handed out, in order.
     declared: VecDeque<u64>,
     in_flight_bytes: u64,
     /// Per column, the last chunk requested: the next unit does not request it again when it
@@ -93,6 +99,7 @@ impl Prefetcher {
             max_window,
             window: if reads_all { max_window } else { 1 },
             in_flight: FuturesOrdered::new(),
+            ready: VecDeque::new(),
             declared: VecDeque::new(),
             in_flight_bytes: 0,
             last_requested: vec![None; n],
@@ -112,32 +119,61 @@ impl Prefetcher {
         units: &mut impl Iterator<Item = u64>,
         mut keep: impl FnMut(u64) -> Result<bool>,
     ) -> Option<Result<FetchedUnit>> {
-        while self.in_flight.len() < self.window
-            && (self.in_flight.is_empty() || self.in_flight_bytes < PREFETCH_BYTES)
-        {
-            let Some(id) = units.next() else { break };
-            match keep(id) {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) => return Some(Err(e)),
+        // A local store is read by batches of units, one blocking call each (see
+        // `ZarrStore::get_many`); the window is refilled once half of it is consumed, so that
+        // the batches are not of one unit each.
+        let batched =
+            self.store.reads_many_at_once() && self.columns.iter().all(|c| c.array.inner.is_none());
+        let pending = self.declared.len();
+        if pending == 0 || !batched || pending <= self.window / 2 {
+            let mut batch = Vec::new();
+            let mut batch_bytes = 0u64;
+            // Units requested and not handed out, with the batch being gathered.
+            while self.declared.len() + batch.len() < self.window
+                && (self.declared.is_empty() && batch.is_empty()
+                    || self.in_flight_bytes.saturating_add(batch_bytes) < PREFETCH_BYTES)
+            {
+                let Some(id) = units.next() else { break };
+                match keep(id) {
+                    Ok(true) => {}
+                    Ok(false) => continue,
+                    Err(e) => return Some(Err(e)),
+                }
+                let plan = match self.plan(id) {
+                    Ok(plan) => plan,
+                    Err(e) => return Some(Err(e)),
+                };
+                batch_bytes = batch_bytes.saturating_add(plan.declared);
+                batch.push(plan);
+                if !batched || batch.len() >= BATCH_UNITS || batch_bytes >= BATCH_BYTES {
+                    self.request(std::mem::take(&mut batch), batched);
+                    batch_bytes = 0;
+                }
             }
-            if let Err(e) = self.request(id) {
-                return Some(Err(e));
+            if !batch.is_empty() {
+                self.request(batch, batched);
             }
         }
-        let next = self.in_flight.next().await?;
+        if self.ready.is_empty() {
+            match self.in_flight.next().await? {
+                Ok(fetched) => self.ready.extend(fetched),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        let next = self.ready.pop_front()?;
         if let Some(bytes) = self.declared.pop_front() {
             self.in_flight_bytes = self.in_flight_bytes.saturating_sub(bytes);
         }
         self.window = (self.window * 2).min(self.max_window);
-        Some(next)
+        Some(Ok(next))
     }
 
-    /// Starts fetching the chunks of unit `id`.
-    fn request(&mut self, id: u64) -> Result<()> {
+    /// What unit `id` needs fetched: per column fetched ahead, the chunks its box intersects
+    /// that the column's previous unit did not request.
+    fn plan(&mut self, id: u64) -> Result<UnitPlan> {
         let region = self.grid.region(id)?;
         let extent: Vec<u64> = region.iter().map(|r| r.end - r.start).collect();
-        let mut plan = Vec::with_capacity(self.columns.len());
+        let mut columns = Vec::with_capacity(self.columns.len());
         let mut declared = 0u64;
         for (column, last) in self.columns.iter().zip(&mut self.last_requested) {
             if !column.always && !self.all_columns {
@@ -153,42 +189,111 @@ impl Prefetcher {
                 .collect();
             declared = declared.saturating_add(declared_bytes(&column.array, &extent));
             *last = new_last;
-            plan.push((column.clone(), wanted));
+            columns.push((column.clone(), wanted));
+        }
+        Ok(UnitPlan {
+            id,
+            columns,
+            declared,
+        })
+    }
+
+    /// Starts fetching the chunks of the units of `batch`: in one call to the store when
+    /// `together` (a local store's unsharded arrays), otherwise each unit's columns
+    /// concurrently.
+    fn request(&mut self, batch: Vec<UnitPlan>, together: bool) {
+        for unit in &batch {
+            self.declared.push_back(unit.declared);
+            self.in_flight_bytes = self.in_flight_bytes.saturating_add(unit.declared);
         }
         let store = self.store.clone();
         let limits = self.limits;
         self.in_flight.push_back(Box::pin(async move {
-            let (store, limits) = (&store, &limits);
-            let fetches = plan.iter().map(|(column, wanted)| async move {
-                let mut counts = ReadCounts::default();
-                let array = &column.array;
-                let objects = fetch_chunks(
-                    store,
-                    array,
-                    wanted,
-                    limits,
-                    &column.shard_indexes,
-                    &mut counts,
-                )
-                .await?;
-                Ok::<_, ZarrError>((column.slot, objects, counts))
-            });
-            let mut counts = ReadCounts::default();
-            let mut objects = Vec::with_capacity(plan.len());
-            for (slot, fetched, column_counts) in try_join_all(fetches).await? {
-                counts.add(&column_counts);
-                objects.push((slot, fetched));
+            if together {
+                fetch_together(&store, &limits, batch).await
+            } else {
+                let fetches = batch
+                    .into_iter()
+                    .map(|unit| fetch_unit(&store, &limits, unit));
+                try_join_all(fetches).await
             }
-            Ok(FetchedUnit {
-                id,
-                objects,
-                counts,
-            })
         }));
-        self.declared.push_back(declared);
-        self.in_flight_bytes = self.in_flight_bytes.saturating_add(declared);
-        Ok(())
     }
+}
+
+/// Per-request batches of a local store: at most this many units...
+const BATCH_UNITS: usize = 32;
+/// ...and about this many declared bytes (a unit larger than this is a batch of its own), so
+/// that decoding starts soon.
+const BATCH_BYTES: u64 = 8 << 20;
+
+/// The chunks one unit needs fetched, per column.
+struct UnitPlan {
+    id: u64,
+    columns: Vec<(PrefetchColumn, Vec<Vec<u64>>)>,
+    /// The unit's declared (decoded) bytes, for the budget.
+    declared: u64,
+}
+
+/// Fetches one unit's columns concurrently.
+async fn fetch_unit(store: &ZarrStore, limits: &Limits, unit: UnitPlan) -> Result<FetchedUnit> {
+    let fetches = unit.columns.iter().map(|(column, wanted)| async move {
+        let mut counts = ReadCounts::default();
+        let objects = fetch_chunks(
+            store,
+            &column.array,
+            wanted,
+            limits,
+            &column.shard_indexes,
+            &mut counts,
+        )
+        .await?;
+        Ok::<_, ZarrError>((column.slot, objects, counts))
+    });
+    let mut counts = ReadCounts::default();
+    let mut objects = Vec::with_capacity(unit.columns.len());
+    for (slot, fetched, column_counts) in try_join_all(fetches).await? {
+        counts.add(&column_counts);
+        objects.push((slot, fetched));
+    }
+    Ok(FetchedUnit {
+        id: unit.id,
+        objects,
+        counts,
+    })
+}
+
+/// Fetches the whole chunks of every unit and column of `batch` in one call to the store.
+async fn fetch_together(
+    store: &ZarrStore,
+    limits: &Limits,
+    batch: Vec<UnitPlan>,
+) -> Result<Vec<FetchedUnit>> {
+    let wanted: Vec<(&ArrayNode, &[Vec<u64>])> = batch
+        .iter()
+        .flat_map(|unit| unit.columns.iter())
+        .map(|(column, chunks)| (column.array.as_ref(), chunks.as_slice()))
+        .collect();
+    let mut fetched = fetch_whole_chunks(store, &wanted, limits)
+        .await?
+        .into_iter();
+    let mut units = Vec::with_capacity(batch.len());
+    for unit in &batch {
+        let mut counts = ReadCounts::default();
+        let mut objects = Vec::with_capacity(unit.columns.len());
+        for ((column, _), (column_objects, column_counts)) in
+            unit.columns.iter().zip(fetched.by_ref())
+        {
+            counts.add(&column_counts);
+            objects.push((column.slot, column_objects));
+        }
+        units.push(FetchedUnit {
+            id: unit.id,
+            objects,
+            counts,
+        });
+    }
+    Ok(units)
 }
 
 /// The decoded size of a box of `extent` of `array`: the budget's estimate of its fetch.
