@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::num::NonZeroU64;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::future::try_join_all;
@@ -73,7 +74,7 @@ pub(crate) async fn fetch_chunks(
     if node.inner.is_some() {
         return fetch_inner_chunks(store, node, chunks, limits, shard_indexes, counts).await;
     }
-    let mut fetched = fetch_whole_chunks(store, &[(node, chunks)], limits).await?;
+    let (mut fetched, _) = fetch_whole_chunks(store, &[(node, chunks)], limits).await?;
     let (objects, fetch_counts) = fetched.pop().unwrap_or_default();
     counts.add(&fetch_counts);
     Ok(objects)
@@ -81,12 +82,12 @@ pub(crate) async fn fetch_chunks(
 
 /// Fetches the whole chunks of several unsharded arrays at once, one [`ZarrStore::get_many`]
 /// for all (a local store reads them in one blocking call): per `(array, chunks)` of `wanted`,
-/// its objects and the requests' work.
+/// its objects and the requests' work; and a local store's read time.
 pub(crate) async fn fetch_whole_chunks(
     store: &ZarrStore,
     wanted: &[(&ArrayNode, &[Vec<u64>])],
     limits: &Limits,
-) -> Result<Vec<(Objects, ReadCounts)>> {
+) -> Result<(Vec<(Objects, ReadCounts)>, Option<Duration>)> {
     let mut keys = Vec::new();
     for (node, chunks) in wanted {
         if node.inner.is_some() {
@@ -101,7 +102,8 @@ pub(crate) async fn fetch_whole_chunks(
             keys.push(chunk_key(node, indices)?.0);
         }
     }
-    let mut fetched = store.get_many(keys, limits.chunk).await?.into_iter();
+    let many = store.get_many(keys, limits.chunk).await?;
+    let mut fetched = many.objects.into_iter();
     let mut results = Vec::with_capacity(wanted.len());
     for (_, chunks) in wanted {
         let mut objects = Objects::with_capacity(chunks.len());
@@ -118,7 +120,7 @@ pub(crate) async fn fetch_whole_chunks(
         }
         results.push((objects, counts));
     }
-    Ok(results)
+    Ok((results, many.local_read_time))
 }
 
 /// The inner chunks `chunks` of a sharded array: per shard, its index (once), then one

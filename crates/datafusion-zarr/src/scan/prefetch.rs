@@ -1,9 +1,12 @@
 //! Fetching ahead: while a partition decodes one work unit, the encoded chunks of its next
 //! units are already being requested, up to `io_concurrency` units and a byte budget. This is
-//! what hides a remote store's latency; units come back in order. A local store's units are
-//! fetched by batches, each one blocking call (`ZarrStore::get_many`), and the window refilled
-//! once half of it is consumed, so that a store of many small chunks does not pay a thread
-//! hand-off per chunk.
+//! what hides a remote store's latency; units come back in order.
+//!
+//! A local store's units are fetched by batches, each one blocking call
+//! (`ZarrStore::get_many`), and the window refilled once half of it is consumed, so that a
+//! store of many small chunks does not pay a thread hand-off per chunk. The batches grow while
+//! the files come as fast as from the page cache and shrink, down to one unit, when they come
+//! slower (a cold disk, a network file system), where concurrent reads hide the latency.
 //!
 //! A scan that will read every unit it planned starts with the whole window. One that may stop
 //! early (`LIMIT`, a TopK or join whose dynamic filter prunes the rest) starts at one unit and
@@ -15,6 +18,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use futures::future::{BoxFuture, try_join_all};
@@ -64,9 +68,11 @@ pub(crate) struct Prefetcher {
     max_window: usize,
     window: usize,
     /// Requests in flight, each of one unit or (a local store's) of several.
-    in_flight: FuturesOrdered<BoxFuture<'static, Result<Vec<FetchedUnit>>>>,
+    in_flight: FuturesOrdered<BoxFuture<'static, Result<Fetched>>>,
     /// Units fetched and not yet handed out, in order.
     ready: VecDeque<FetchedUnit>,
+    /// Units per batch of a local store (see the module's documentation).
+    batch_units: usize,
     /// Declared bytes of each unit requested and not yet handed out, in order.
     declared: VecDeque<u64>,
     in_flight_bytes: u64,
@@ -100,6 +106,7 @@ impl Prefetcher {
             window: if reads_all { max_window } else { 1 },
             in_flight: FuturesOrdered::new(),
             ready: VecDeque::new(),
+            batch_units: FIRST_BATCH_UNITS,
             declared: VecDeque::new(),
             in_flight_bytes: 0,
             last_requested: vec![None; n],
@@ -145,7 +152,7 @@ impl Prefetcher {
                 };
                 batch_bytes = batch_bytes.saturating_add(plan.declared);
                 batch.push(plan);
-                if !batched || batch.len() >= BATCH_UNITS || batch_bytes >= BATCH_BYTES {
+                if !batched || batch.len() >= self.batch_units || batch_bytes >= BATCH_BYTES {
                     self.request(std::mem::take(&mut batch), batched);
                     batch_bytes = 0;
                 }
@@ -154,9 +161,14 @@ impl Prefetcher {
                 self.request(batch, batched);
             }
         }
-        if self.ready.is_empty() {
+        while self.ready.is_empty() {
             match self.in_flight.next().await? {
-                Ok(fetched) => self.ready.extend(fetched),
+                Ok(fetched) => {
+                    if let Some(fast) = fetched.from_memory {
+                        self.batch_units = next_batch_units(self.batch_units, fast);
+                    }
+                    self.ready.extend(fetched.units);
+                }
                 Err(e) => return Some(Err(e)),
             }
         }
@@ -215,17 +227,55 @@ impl Prefetcher {
                 let fetches = batch
                     .into_iter()
                     .map(|unit| fetch_unit(&store, &limits, unit));
-                try_join_all(fetches).await
+                let units = try_join_all(fetches).await?;
+                Ok(Fetched {
+                    units,
+                    from_memory: None,
+                })
             }
         }));
     }
 }
 
-/// Per-request batches of a local store: at most this many units...
-const BATCH_UNITS: usize = 32;
+/// Units per batch of a local store: at first, and at most...
+const FIRST_BATCH_UNITS: usize = 4;
+const MAX_BATCH_UNITS: usize = 32;
 /// ...and about this many declared bytes (a unit larger than this is a batch of its own), so
 /// that decoding starts soon.
 const BATCH_BYTES: u64 = 8 << 20;
+
+/// A batch read as from the page cache takes at most this per file...
+const MEMORY_PER_FILE: Duration = Duration::from_micros(50);
+/// ...plus its bytes at this rate (a copy from the page cache runs several times faster).
+const MEMORY_BYTES_PER_SECOND: f64 = 1e9;
+
+/// Whether a batch of `files` files and `bytes` bytes read in `elapsed` came as from memory.
+fn read_as_from_memory(elapsed: Duration, files: usize, bytes: u64) -> bool {
+    let files = u32::try_from(files).unwrap_or(u32::MAX);
+    let allowed = MEMORY_PER_FILE
+        .saturating_mul(files)
+        .saturating_add(Duration::from_secs_f64(
+            bytes as f64 / MEMORY_BYTES_PER_SECOND,
+        ));
+    elapsed <= allowed
+}
+
+/// The next batches' units: twice as many after a batch read as from memory (up to
+/// [`MAX_BATCH_UNITS`]), half as many (down to one) after a slower one.
+fn next_batch_units(units: usize, from_memory: bool) -> usize {
+    if from_memory {
+        (units * 2).min(MAX_BATCH_UNITS)
+    } else {
+        (units / 2).max(1)
+    }
+}
+
+/// What one request fetched: its units, in order, and for a local store's batch whether its
+/// files came as from memory.
+struct Fetched {
+    units: Vec<FetchedUnit>,
+    from_memory: Option<bool>,
+}
 
 /// The chunks one unit needs fetched, per column.
 struct UnitPlan {
@@ -268,15 +318,15 @@ async fn fetch_together(
     store: &ZarrStore,
     limits: &Limits,
     batch: Vec<UnitPlan>,
-) -> Result<Vec<FetchedUnit>> {
+) -> Result<Fetched> {
     let wanted: Vec<(&ArrayNode, &[Vec<u64>])> = batch
         .iter()
         .flat_map(|unit| unit.columns.iter())
         .map(|(column, chunks)| (column.array.as_ref(), chunks.as_slice()))
         .collect();
-    let mut fetched = fetch_whole_chunks(store, &wanted, limits)
-        .await?
-        .into_iter();
+    let (fetched, read_time) = fetch_whole_chunks(store, &wanted, limits).await?;
+    let mut fetched = fetched.into_iter();
+    let mut total = ReadCounts::default();
     let mut units = Vec::with_capacity(batch.len());
     for unit in &batch {
         let mut counts = ReadCounts::default();
@@ -287,13 +337,18 @@ async fn fetch_together(
             counts.add(&column_counts);
             objects.push((column.slot, column_objects));
         }
+        total.add(&counts);
         units.push(FetchedUnit {
             id: unit.id,
             objects,
             counts,
         });
     }
-    Ok(units)
+    let files = total.chunks_read + total.chunks_missing;
+    Ok(Fetched {
+        units,
+        from_memory: read_time.map(|t| read_as_from_memory(t, files, total.bytes_read)),
+    })
 }
 
 /// The decoded size of a box of `extent` of `array`: the budget's estimate of its fetch.
@@ -306,4 +361,40 @@ fn declared_bytes(array: &ArrayNode, extent: &[u64]) -> u64 {
     extent
         .iter()
         .fold(per_element, |acc, &e| acc.saturating_mul(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Page-cache speeds keep a batch "from memory"; a millisecond per small file does not.
+    #[test]
+    fn a_batch_is_from_memory_only_at_page_cache_speed() {
+        let ms = Duration::from_millis;
+        // 32 files of 40 KB in 1 ms (31 µs each): the page cache.
+        assert!(read_as_from_memory(ms(1), 32, 32 * 40_000));
+        // The same in 32 ms (1 ms each): a network file system.
+        assert!(!read_as_from_memory(ms(32), 32, 32 * 40_000));
+        // One file of 100 MB in 50 ms (2 GB/s): memory; in 500 ms: a disk.
+        assert!(read_as_from_memory(ms(50), 1, 100_000_000));
+        assert!(!read_as_from_memory(ms(500), 1, 100_000_000));
+        assert!(read_as_from_memory(Duration::ZERO, usize::MAX, u64::MAX));
+    }
+
+    /// Batches double up to the most and halve down to one.
+    #[test]
+    fn batches_grow_from_memory_and_shrink_otherwise() {
+        let mut units = FIRST_BATCH_UNITS;
+        for _ in 0..10 {
+            units = next_batch_units(units, true);
+        }
+        assert_eq!(units, MAX_BATCH_UNITS);
+        units = next_batch_units(units, false);
+        assert_eq!(units, MAX_BATCH_UNITS / 2);
+        for _ in 0..10 {
+            units = next_batch_units(units, false);
+        }
+        assert_eq!(units, 1);
+        assert_eq!(next_batch_units(1, true), 2);
+    }
 }
