@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::runtime_env::RuntimeEnv;
-use futures::future::try_join_all;
+use futures::future::join_all;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
@@ -124,43 +124,56 @@ impl ZarrStore {
     }
 
     /// Reads the objects at `keys`, each `None` if it does not exist, with [`Self::get`]'s
-    /// size limit. A remote store is asked concurrently. A local one is read on one blocking
-    /// thread, key after key: object_store's `LocalFileSystem` hands each read to a blocking
-    /// thread twice (to open, then to read), and for stores of many small chunks those hand-offs
-    /// took a tenth to a quarter of a scan's CPU time (issue #14's N-D store, 40 KB chunks).
+    /// size limit; each key's own error, so that a caller fails only the work that needs it.
+    /// A remote store is asked concurrently. A local one is read on one blocking thread, key
+    /// after key: object_store's `LocalFileSystem` hands each read to a blocking thread twice
+    /// (to open, then to read), and for stores of many small chunks those hand-offs took a
+    /// tenth to a fifth of a scan's CPU time (issue #14's N-D store, 40 KB chunks).
     pub(crate) async fn get_many(&self, keys: Vec<String>, limit: Limit) -> Result<ManyObjects> {
-        if !self.local {
-            let objects = try_join_all(keys.iter().map(|key| self.get(key, limit))).await?;
+        if !self.local || keys.is_empty() {
+            let objects = join_all(keys.iter().map(|key| self.get(key, limit))).await;
             return Ok(ManyObjects {
                 objects,
                 local_read_time: None,
             });
         }
         let store = self.clone();
-        tokio::task::spawn_blocking(move || {
+        let read = move || {
             let started = Instant::now();
+            let files = LocalFileSystem::new();
             let objects = keys
                 .iter()
-                .map(|key| store.read_local(key, limit))
-                .collect::<Result<_>>()?;
-            Ok(ManyObjects {
+                .map(|key| store.read_local(&files, key, limit))
+                .collect();
+            ManyObjects {
                 objects,
                 local_read_time: Some(started.elapsed()),
-            })
-        })
-        .await
-        .map_err(|e| ZarrError::internal(format!("reading {}: {e}", self.shown)))?
+            }
+        };
+        // As object_store does: on a blocking thread of the runtime, or here without one.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => runtime
+                .spawn_blocking(read)
+                .await
+                .map_err(|e| ZarrError::internal(format!("reading {}: {e}", self.shown))),
+            Err(_) => Ok(read()),
+        }
     }
 
-    /// Reads the local file of `key` as `LocalFileSystem::get` does (the same path mapping,
-    /// a directory read as absent), but on the calling thread.
-    fn read_local(&self, key: &str, limit: Limit) -> Result<Option<Bytes>> {
+    /// Reads the local file of `key` as `files.get` would (the same path mapping and size
+    /// limit; a directory is an error, as in [`Self::get`]), but on the calling thread.
+    fn read_local(
+        &self,
+        files: &LocalFileSystem,
+        key: &str,
+        limit: Limit,
+    ) -> Result<Option<Bytes>> {
         let location = || format!("{}/{}", self.display_location(), key);
         let failed = |e: std::io::Error| ZarrError::Store {
             location: location(),
             message: e.to_string(),
         };
-        let path = LocalFileSystem::new()
+        let path = files
             .path_to_filesystem(&self.key_path(key))
             .map_err(|source| self.store_error(key, &source))?;
         let file = match std::fs::File::open(&path) {
@@ -170,14 +183,12 @@ impl ZarrStore {
         };
         let metadata = file.metadata().map_err(failed)?;
         if metadata.is_dir() {
-            return Err(ZarrError::metadata(
-                location(),
-                "is a directory where a chunk or metadata object should be",
-            ));
+            return Err(directory_error(location()));
         }
-        limit.check(location(), "object", Some(metadata.len()))?;
         // The size read is the size checked, as `LocalFileSystem` reads it.
         let size = metadata.len();
+        let shown = self.display_location();
+        limit.check(format_args!("{shown}/{key}"), "object", Some(size))?;
         let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
         file.take(size).read_to_end(&mut bytes).map_err(failed)?;
         if bytes.len() as u64 != size {
@@ -262,10 +273,7 @@ impl ZarrStore {
                     && let Ok(local) = dir.to_file_path()
                     && local.is_dir()
                 {
-                    return Err(ZarrError::metadata(
-                        location(),
-                        "is a directory where a chunk or metadata object should be",
-                    ));
+                    return Err(directory_error(location()));
                 }
                 return Ok(None);
             }
@@ -302,10 +310,18 @@ impl ZarrStore {
     }
 }
 
+/// A directory in a store where an object should be: a broken store, not a missing chunk.
+fn directory_error(location: String) -> ZarrError {
+    ZarrError::metadata(
+        location,
+        "is a directory where a chunk or metadata object should be",
+    )
+}
+
 /// The objects [`ZarrStore::get_many`] read, in the order of its keys.
 pub(crate) struct ManyObjects {
-    /// Each object, `None` where it does not exist.
-    pub objects: Vec<Option<Bytes>>,
+    /// Each object, `None` where it does not exist, or the error reading it.
+    pub objects: Vec<Result<Option<Bytes>>>,
     /// For a local store, the time the reads took on their blocking thread (not the wait for
     /// one): how fast the files came.
     pub local_read_time: Option<Duration>,
@@ -388,10 +404,14 @@ mod tests {
             bytes,
         };
         let keys = keys.iter().map(|k| k.to_string()).collect();
-        match store.get_many(keys, limit).await {
-            Ok(many) => Ok(many.objects),
-            Err(e) => Err(e.to_string()),
-        }
+        let many = store
+            .get_many(keys, limit)
+            .await
+            .map_err(|e| e.to_string())?;
+        many.objects
+            .into_iter()
+            .map(|o| o.map_err(|e| e.to_string()))
+            .collect()
     }
 
     /// A local directory under DataFusion's own `file://` store is read by `read_local`

@@ -180,3 +180,48 @@ async fn bad_options_are_query_errors() {
     .await;
     assert!(e.contains("more than max_chunk_bytes = 16"), "{e}");
 }
+
+/// A broken chunk fails only the work that reaches it: a query that stops before it returns
+/// its rows, though the chunks after the last one it needs are fetched ahead in the same batch
+/// of a local store's reads; a scan that reaches it fails, naming the chunk and the rule.
+#[tokio::test]
+async fn a_broken_chunk_fails_only_the_scans_that_reach_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let metadata = serde_json::json!({
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": [100],
+        "data_type": "int32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [10]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0,
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "dimension_names": ["i"],
+        "attributes": {}
+    });
+    std::fs::write(dir.path().join("zarr.json"), metadata.to_string()).unwrap();
+    std::fs::create_dir_all(dir.path().join("c/5")).unwrap();
+    for chunk in (0..10i32).filter(|&c| c != 5) {
+        let values: Vec<u8> = (chunk * 10..chunk * 10 + 10)
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        std::fs::write(dir.path().join(format!("c/{chunk}")), values).unwrap();
+    }
+    let store = dir.path().display();
+
+    // One partition, whose chunks come in batches of 4: 0-3, then 4-7. The filter stays above
+    // the scan, so the LIMIT is not pushed into it; the rows it needs are in chunk 4.
+    let ctx = datafusion::prelude::SessionContext::new_with_config(
+        datafusion::prelude::SessionConfig::new().with_target_partitions(1),
+    );
+    datafusion_zarr::register(&ctx);
+    let sql = format!("SELECT value FROM read_zarr('{store}') WHERE value >= 40 LIMIT 3");
+    let batches = query(&ctx, &sql).await.unwrap();
+    let values = column(&batches, "value");
+    let values = arrow::array::AsArray::as_primitive::<arrow::datatypes::Int32Type>(&values);
+    assert_eq!(values.values().to_vec(), vec![40, 41, 42]);
+
+    let e = error_of(&format!("SELECT sum(value) FROM read_zarr('{store}')")).await;
+    assert!(e.contains("c/5"), "{e}");
+    assert!(e.contains("is a directory where a chunk"), "{e}");
+}

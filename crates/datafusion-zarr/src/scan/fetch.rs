@@ -75,50 +75,80 @@ pub(crate) async fn fetch_chunks(
         return fetch_inner_chunks(store, node, chunks, limits, shard_indexes, counts).await;
     }
     let (mut fetched, _) = fetch_whole_chunks(store, &[(node, chunks)], limits).await?;
-    let (objects, fetch_counts) = fetched.pop().unwrap_or_default();
+    let (objects, fetch_counts) = fetched.pop().unwrap_or_else(|| Ok(Default::default()))?;
     counts.add(&fetch_counts);
     Ok(objects)
 }
 
+/// The objects of one `(array, chunks)` request and the requests' work, or the request's
+/// first error.
+pub(crate) type WholeChunks = Result<(Objects, ReadCounts)>;
+
 /// Fetches the whole chunks of several unsharded arrays at once, one [`ZarrStore::get_many`]
 /// for all (a local store reads them in one blocking call): per `(array, chunks)` of `wanted`,
-/// its objects and the requests' work; and a local store's read time.
+/// its objects and the requests' work, or its own error (a chunk over the limit, a failed
+/// read), which fails no other request; and a local store's read time.
 pub(crate) async fn fetch_whole_chunks(
     store: &ZarrStore,
     wanted: &[(&ArrayNode, &[Vec<u64>])],
     limits: &Limits,
-) -> Result<(Vec<(Objects, ReadCounts)>, Option<Duration>)> {
-    let mut keys = Vec::new();
-    for (node, chunks) in wanted {
-        if node.inner.is_some() {
-            return Err(ZarrError::internal(format!(
-                "reading {} by whole chunks",
-                node.display
-            )));
-        }
-        for indices in *chunks {
-            // The declared size is checked before anything is fetched.
-            check_declared(node, indices, limits)?;
-            keys.push(chunk_key(node, indices)?.0);
-        }
-    }
+) -> Result<(Vec<WholeChunks>, Option<Duration>)> {
+    // Per request, its keys, or why none is fetched.
+    let planned: Vec<Result<Vec<String>>> = wanted
+        .iter()
+        .map(|(node, chunks)| {
+            if node.inner.is_some() {
+                return Err(ZarrError::internal(format!(
+                    "reading {} by whole chunks",
+                    node.display
+                )));
+            }
+            chunks
+                .iter()
+                .map(|indices| {
+                    // The declared size is checked before anything is fetched.
+                    check_declared(node, indices, limits)?;
+                    Ok(chunk_key(node, indices)?.0)
+                })
+                .collect()
+        })
+        .collect();
+    let keys: Vec<String> = planned.iter().flatten().flatten().cloned().collect();
     let many = store.get_many(keys, limits.chunk).await?;
     let mut fetched = many.objects.into_iter();
     let mut results = Vec::with_capacity(wanted.len());
-    for (_, chunks) in wanted {
+    for ((_, chunks), keys) in wanted.iter().zip(planned) {
+        let keys = match keys {
+            Ok(keys) => keys,
+            Err(e) => {
+                results.push(Err(e));
+                continue;
+            }
+        };
         let mut objects = Objects::with_capacity(chunks.len());
         let mut counts = ReadCounts::default();
-        for (indices, object) in chunks.iter().zip(fetched.by_ref()) {
-            match &object {
-                Some(o) => {
-                    counts.chunks_read += 1;
-                    counts.bytes_read += o.len() as u64;
+        let mut error = None;
+        for (indices, object) in chunks.iter().zip(fetched.by_ref().take(keys.len())) {
+            match object {
+                Ok(object) => {
+                    match &object {
+                        Some(o) => {
+                            counts.chunks_read += 1;
+                            counts.bytes_read += o.len() as u64;
+                        }
+                        None => counts.chunks_missing += 1,
+                    }
+                    objects.insert(indices.clone(), object);
                 }
-                None => counts.chunks_missing += 1,
+                Err(e) => {
+                    error.get_or_insert(e);
+                }
             }
-            objects.insert(indices.clone(), object);
         }
-        results.push((objects, counts));
+        results.push(match error {
+            Some(e) => Err(e),
+            None => Ok((objects, counts)),
+        });
     }
     Ok((results, many.local_read_time))
 }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use futures::future::{BoxFuture, try_join_all};
+use futures::future::{BoxFuture, join_all, try_join_all};
 use futures::stream::FuturesOrdered;
 
 use crate::error::{Result, ZarrError};
@@ -69,8 +69,8 @@ pub(crate) struct Prefetcher {
     window: usize,
     /// Requests in flight, each of one unit or (a local store's) of several.
     in_flight: FuturesOrdered<BoxFuture<'static, Result<Fetched>>>,
-    /// Units fetched and not yet handed out, in order.
-    ready: VecDeque<FetchedUnit>,
+    /// Units fetched (or their errors) and not yet handed out, in order.
+    ready: VecDeque<Result<FetchedUnit>>,
     /// Units per batch of a local store (see the module's documentation).
     batch_units: usize,
     /// Declared bytes of each unit requested and not yet handed out, in order.
@@ -172,12 +172,13 @@ impl Prefetcher {
                 Err(e) => return Some(Err(e)),
             }
         }
+        // After an error the scan's stream ends: what is left in flight is not counted down.
         let next = self.ready.pop_front()?;
         if let Some(bytes) = self.declared.pop_front() {
             self.in_flight_bytes = self.in_flight_bytes.saturating_sub(bytes);
         }
         self.window = (self.window * 2).min(self.max_window);
-        Some(Ok(next))
+        Some(next)
     }
 
     /// What unit `id` needs fetched: per column fetched ahead, the chunks its box intersects
@@ -227,9 +228,8 @@ impl Prefetcher {
                 let fetches = batch
                     .into_iter()
                     .map(|unit| fetch_unit(&store, &limits, unit));
-                let units = try_join_all(fetches).await?;
                 Ok(Fetched {
-                    units,
+                    units: join_all(fetches).await,
                     from_memory: None,
                 })
             }
@@ -270,10 +270,10 @@ fn next_batch_units(units: usize, from_memory: bool) -> usize {
     }
 }
 
-/// What one request fetched: its units, in order, and for a local store's batch whether its
-/// files came as from memory.
+/// What one request fetched: its units (each, or its own error), in order, and for a local
+/// store's batch whether its files came as from memory.
 struct Fetched {
-    units: Vec<FetchedUnit>,
+    units: Vec<Result<FetchedUnit>>,
     from_memory: Option<bool>,
 }
 
@@ -329,26 +329,37 @@ async fn fetch_together(
     let mut total = ReadCounts::default();
     let mut units = Vec::with_capacity(batch.len());
     for unit in &batch {
+        let columns = fetched.by_ref().take(unit.columns.len());
         let mut counts = ReadCounts::default();
         let mut objects = Vec::with_capacity(unit.columns.len());
-        for ((column, _), (column_objects, column_counts)) in
-            unit.columns.iter().zip(fetched.by_ref())
-        {
-            counts.add(&column_counts);
-            objects.push((column.slot, column_objects));
+        let mut error = None;
+        for ((column, _), result) in unit.columns.iter().zip(columns) {
+            match result {
+                Ok((column_objects, column_counts)) => {
+                    counts.add(&column_counts);
+                    objects.push((column.slot, column_objects));
+                }
+                Err(e) => {
+                    error.get_or_insert(e);
+                }
+            }
         }
         total.add(&counts);
-        units.push(FetchedUnit {
-            id: unit.id,
-            objects,
-            counts,
+        units.push(match error {
+            Some(e) => Err(e),
+            None => Ok(FetchedUnit {
+                id: unit.id,
+                objects,
+                counts,
+            }),
         });
     }
+    // A batch that read no file says nothing of the files' speed.
     let files = total.chunks_read + total.chunks_missing;
-    Ok(Fetched {
-        units,
-        from_memory: read_time.map(|t| read_as_from_memory(t, files, total.bytes_read)),
-    })
+    let from_memory = read_time
+        .filter(|_| files > 0)
+        .map(|t| read_as_from_memory(t, files, total.bytes_read));
+    Ok(Fetched { units, from_memory })
 }
 
 /// The decoded size of a box of `extent` of `array`: the budget's estimate of its fetch.
