@@ -71,6 +71,8 @@ pub(crate) struct Prefetcher {
     in_flight: FuturesOrdered<BoxFuture<'static, Result<Fetched>>>,
     /// Units fetched (or their errors) and not yet handed out, in order.
     ready: VecDeque<Result<FetchedUnit>>,
+    /// Whether units are fetched by batches: a local store's, without sharded arrays.
+    batched: bool,
     /// Units per batch of a local store (see the module's documentation).
     batch_units: usize,
     /// Declared bytes of each unit requested and not yet handed out, in order.
@@ -97,6 +99,7 @@ impl Prefetcher {
     ) -> Self {
         let n = columns.len();
         let max_window = io_concurrency.max(1);
+        let batched = store.reads_many_at_once() && columns.iter().all(|c| c.array.inner.is_none());
         Self {
             store,
             limits,
@@ -106,6 +109,7 @@ impl Prefetcher {
             window: if reads_all { max_window } else { 1 },
             in_flight: FuturesOrdered::new(),
             ready: VecDeque::new(),
+            batched,
             batch_units: FIRST_BATCH_UNITS,
             declared: VecDeque::new(),
             in_flight_bytes: 0,
@@ -126,40 +130,8 @@ impl Prefetcher {
         units: &mut impl Iterator<Item = u64>,
         mut keep: impl FnMut(u64) -> Result<bool>,
     ) -> Option<Result<FetchedUnit>> {
-        // A local store is read by batches of units, one blocking call each (see
-        // `ZarrStore::get_many`); the window is refilled once half of it is consumed, so that
-        // the batches are not of one unit each.
-        let batched =
-            self.store.reads_many_at_once() && self.columns.iter().all(|c| c.array.inner.is_none());
-        let pending = self.declared.len();
-        if pending == 0 || !batched || pending <= self.window / 2 {
-            let mut batch = Vec::new();
-            let mut batch_bytes = 0u64;
-            // Units requested and not handed out, with the batch being gathered.
-            while self.declared.len() + batch.len() < self.window
-                && (self.declared.is_empty() && batch.is_empty()
-                    || self.in_flight_bytes.saturating_add(batch_bytes) < PREFETCH_BYTES)
-            {
-                let Some(id) = units.next() else { break };
-                match keep(id) {
-                    Ok(true) => {}
-                    Ok(false) => continue,
-                    Err(e) => return Some(Err(e)),
-                }
-                let plan = match self.plan(id) {
-                    Ok(plan) => plan,
-                    Err(e) => return Some(Err(e)),
-                };
-                batch_bytes = batch_bytes.saturating_add(plan.declared);
-                batch.push(plan);
-                if !batched || batch.len() >= self.batch_units || batch_bytes >= BATCH_BYTES {
-                    self.request(std::mem::take(&mut batch), batched);
-                    batch_bytes = 0;
-                }
-            }
-            if !batch.is_empty() {
-                self.request(batch, batched);
-            }
+        if let Err(e) = self.refill(units, &mut keep) {
+            return Some(Err(e));
         }
         while self.ready.is_empty() {
             match self.in_flight.next().await? {
@@ -179,6 +151,43 @@ impl Prefetcher {
         }
         self.window = (self.window * 2).min(self.max_window);
         Some(next)
+    }
+
+    /// Requests the next units of `units` that `keep` accepts, up to the window and the byte
+    /// budget. Batched, the window is refilled once half of it is consumed, so that the
+    /// batches are not of one unit each.
+    fn refill(
+        &mut self,
+        units: &mut impl Iterator<Item = u64>,
+        keep: &mut impl FnMut(u64) -> Result<bool>,
+    ) -> Result<()> {
+        let pending = self.declared.len();
+        if self.batched && pending > 0 && pending > self.window / 2 {
+            return Ok(());
+        }
+        let mut batch = Vec::new();
+        let mut batch_bytes = 0u64;
+        // Units requested and not handed out, with the batch being gathered.
+        while self.declared.len() + batch.len() < self.window
+            && (self.declared.is_empty() && batch.is_empty()
+                || self.in_flight_bytes.saturating_add(batch_bytes) < PREFETCH_BYTES)
+        {
+            let Some(id) = units.next() else { break };
+            if !keep(id)? {
+                continue;
+            }
+            let plan = self.plan(id)?;
+            batch_bytes = batch_bytes.saturating_add(plan.declared);
+            batch.push(plan);
+            if !self.batched || batch.len() >= self.batch_units || batch_bytes >= BATCH_BYTES {
+                self.request(std::mem::take(&mut batch));
+                batch_bytes = 0;
+            }
+        }
+        if !batch.is_empty() {
+            self.request(batch);
+        }
+        Ok(())
     }
 
     /// What unit `id` needs fetched: per column fetched ahead, the chunks its box intersects
@@ -212,15 +221,13 @@ impl Prefetcher {
     }
 
     /// Starts fetching the chunks of the units of `batch`: in one call to the store when
-    /// `together` (a local store's unsharded arrays), otherwise each unit's columns
-    /// concurrently.
-    fn request(&mut self, batch: Vec<UnitPlan>, together: bool) {
+    /// batched, otherwise each unit's columns concurrently.
+    fn request(&mut self, batch: Vec<UnitPlan>) {
         for unit in &batch {
             self.declared.push_back(unit.declared);
             self.in_flight_bytes = self.in_flight_bytes.saturating_add(unit.declared);
         }
-        let store = self.store.clone();
-        let limits = self.limits;
+        let (store, limits, together) = (self.store.clone(), self.limits, self.batched);
         self.in_flight.push_back(Box::pin(async move {
             if together {
                 fetch_together(&store, &limits, batch).await
