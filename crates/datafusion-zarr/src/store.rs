@@ -1,6 +1,7 @@
 //! Locations and object stores: turns a user's location into an [`ObjectStore`] from the
 //! session's registry, and reads keys below the store root with size limits and path safety.
 
+use std::io::Read;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,7 +13,6 @@ use futures::future::join_all;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
-use std::io::Read;
 use url::Url;
 
 use crate::error::{Result, ZarrError};
