@@ -623,3 +623,63 @@ async fn numcodecs_astype_v2_and_v3() {
         );
     }
 }
+
+/// numcodecs' lossy numeric filters as zarr-python 2 and 3 write them (`codecs/
+/// fixedscaleoffset.rs`, `codecs/astype.rs`'s quantize, `codecs/bitround.rs`,
+/// `codecs/packbits.rs`): every value equal to zarr-python's (NumPy's arithmetic, to the bit;
+/// for the big-endian V3 store, numcodecs' decoding of the stored values, which zarr-python
+/// 3.1.6 misreads); a chunk that breaks a filter's rule is an error naming the chunk and the
+/// rule.
+#[tokio::test]
+async fn numcodecs_lossy_filters_v2_and_v3() {
+    let exp = expected();
+    let stores = exp["lossy_filters"].as_object().unwrap();
+    assert_eq!(stores.len(), 10);
+    for (store, want) in stores {
+        let got = store_values(store).await;
+        let want = want.as_array().unwrap();
+        let equal = got.len() == want.len() && got.iter().zip(want).all(|(g, w)| same(g, w));
+        assert!(equal, "{store}: {got:?} vs {want:?}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (store, corrupt, rule) in [
+        (
+            "packbits_v2.zarr",
+            (|mut b: Vec<u8>| {
+                b[0] = 9;
+                b
+            }) as fn(Vec<u8>) -> Vec<u8>,
+            "packbits data says 9 bits pad its last byte; at most 7 can",
+        ),
+        (
+            "packbits_v2.zarr",
+            |mut b: Vec<u8>| {
+                b.push(0);
+                b
+            },
+            "packbits data of 4 bytes with 6 padding bits holds 18 booleans; the chunk declares",
+        ),
+        (
+            "fixedscaleoffset_v2.zarr",
+            |b: Vec<u8>| b[..b.len() - 1].to_vec(),
+            "fixedscaleoffset data is 11 bytes of 4-byte elements",
+        ),
+        (
+            "quantize_v2.zarr",
+            |b: Vec<u8>| b[..b.len() - 4].to_vec(),
+            "quantize data is 8 bytes of 4-byte elements",
+        ),
+    ] {
+        let (copy, chunk) = with_first_chunk(dir.path(), store, corrupt);
+        let e = error(&format!(
+            "SELECT value FROM read_zarr('{}')",
+            copy.display()
+        ))
+        .await;
+        assert!(e.contains(rule), "{store}: {e}");
+        assert!(
+            e.contains(&format!("chunk {chunk}:")),
+            "{store}: names the chunk: {e}"
+        );
+    }
+}

@@ -1,10 +1,12 @@
-//! numcodecs' AsType filter (V2 filter `astype`, V3 `numcodecs.astype`), which zarrs lacks: the chunk holds
-//! the values as `encode_dtype` (for example `<f8` stored as `<f4`, or `<i8` as `<i2`) and
-//! decoding casts them back to `decode_dtype` as NumPy's `astype` does for these numeric kinds:
-//! integers wrap to the width, floats round to the nearest, floats become integers by
-//! truncation. Integer and float dtypes of 1 to 8 bytes are read; others are refused as
-//! unsupported. In Zarr V3, zarr-python writes `numcodecs.astype` before the `bytes` codec; it
-//! decodes the same way there.
+//! numcodecs' AsType filter (V2 filter `astype`, V3 `numcodecs.astype`) and Quantize filter
+//! (`quantize`, `numcodecs.quantize`), which zarrs lacks: the chunk holds the values as one dtype
+//! (AsType's `encode_dtype`, Quantize's `astype`; for example `<f8` stored as `<f4`, or `<i8` as
+//! `<i2`) and decoding casts them to the other (`decode_dtype`, `dtype`) as NumPy's `astype`
+//! does for these numeric kinds: integers wrap to the width, floats round to the nearest,
+//! floats become integers by truncation. (Quantize rounds when it encodes; its decoding is this
+//! cast alone.) Integer dtypes of 1 to 8 bytes and float dtypes of 4 and 8 are read; others are
+//! refused as unsupported. In Zarr V3, zarr-python writes these before the `bytes` codec, whose
+//! byte order then applies (`node/v3.rs` writes it into the dtypes); they decode the same way.
 
 use std::borrow::Cow;
 
@@ -18,18 +20,20 @@ use super::plugin::{self, NumcodecsDecoder};
 /// Registers the codec with zarrs (see [`super::register`]).
 pub(super) fn register() {
     plugin::register("astype", AsType::new);
+    plugin::register("quantize", AsType::quantize);
 }
 
 /// A numeric NumPy dtype: kind (`i`, `u`, `f`), width in bytes, byte order.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Numeric {
-    kind: char,
-    width: usize,
+pub(super) struct Numeric {
+    pub(super) kind: char,
+    pub(super) width: usize,
     big_endian: bool,
 }
 
 impl Numeric {
-    fn parse(text: &str) -> Option<Self> {
+    /// The dtype `text` names (`<f8`, `>i2`, `|u1`), if we read it.
+    pub(super) fn parse(text: &str) -> Option<Self> {
         let mut chars = text.chars();
         let big_endian = match chars.next()? {
             '<' | '|' => false,
@@ -51,7 +55,7 @@ impl Numeric {
     }
 
     /// The value at `bytes` (`width` of them).
-    fn read(self, bytes: &[u8]) -> Number {
+    pub(super) fn read(self, bytes: &[u8]) -> Number {
         let raw = plugin::read_uint(bytes, self.big_endian);
         let bits = 8 * self.width as u32;
         match self.kind {
@@ -64,7 +68,7 @@ impl Numeric {
     }
 
     /// Appends `value` cast to this dtype.
-    fn write(self, value: Number, out: &mut Vec<u8>) {
+    pub(super) fn write(self, value: Number, out: &mut Vec<u8>) {
         let raw: u64 = match (self.kind, value) {
             ('f', v) if self.width == 4 => u64::from((v.as_f64() as f32).to_bits()),
             ('f', v) => v.as_f64().to_bits(),
@@ -79,14 +83,15 @@ impl Numeric {
     }
 }
 
+/// A value as read: integers exactly, floats widened to `f64` (exactly).
 #[derive(Debug, Clone, Copy)]
-enum Number {
+pub(super) enum Number {
     Int(i128),
     Float(f64),
 }
 
 impl Number {
-    fn as_f64(self) -> f64 {
+    pub(super) fn as_f64(self) -> f64 {
         match self {
             Number::Int(i) => i as f64,
             Number::Float(f) => f,
@@ -96,25 +101,51 @@ impl Number {
 
 #[derive(Debug)]
 struct AsType {
+    /// `astype` or `quantize`.
+    id: &'static str,
     configuration: Configuration,
     encode: Numeric,
     decode: Numeric,
 }
 
 impl AsType {
+    /// AsType: `encode_dtype` stored, `decode_dtype` read.
     fn new(configuration: Option<&Configuration>) -> Result<Self, PluginCreateError> {
         let configuration = configuration.cloned().unwrap_or_default();
         let text = |key: &str| configuration.get(key).and_then(Value::as_str).unwrap_or("");
         let (encode, decode) = (text("encode_dtype"), text("decode_dtype"));
         match (Numeric::parse(encode), Numeric::parse(decode)) {
             (Some(e), Some(d)) => Ok(Self {
+                id: "astype",
                 configuration,
                 encode: e,
                 decode: d,
             }),
             _ => Err(PluginCreateError::Other(format!(
-                "astype from {encode:?} to {decode:?} is unsupported (integer and float dtypes \
-                 of 1 to 8 bytes are)"
+                "astype from {encode:?} to {decode:?} is unsupported (integer dtypes of 1 to 8 \
+                 bytes and float dtypes of 4 and 8 are)"
+            ))),
+        }
+    }
+
+    /// Quantize: `astype` (by default `dtype`) stored, `dtype` read; both floats, as numcodecs
+    /// requires.
+    fn quantize(configuration: Option<&Configuration>) -> Result<Self, PluginCreateError> {
+        let configuration = configuration.cloned().unwrap_or_default();
+        let text = |key: &str| configuration.get(key).and_then(Value::as_str);
+        let decode = text("dtype").unwrap_or("");
+        let encode = text("astype").unwrap_or(decode);
+        let float = |t: &str| Numeric::parse(t).filter(|n| n.kind == 'f');
+        match (float(encode), float(decode)) {
+            (Some(e), Some(d)) => Ok(Self {
+                id: "quantize",
+                configuration,
+                encode: e,
+                decode: d,
+            }),
+            _ => Err(PluginCreateError::Other(format!(
+                "quantize with dtype {decode:?} and astype {encode:?} is unsupported (float \
+                 dtypes of 4 and 8 bytes are)"
             ))),
         }
     }
@@ -122,7 +153,7 @@ impl AsType {
 
 impl NumcodecsDecoder for AsType {
     fn id(&self) -> &'static str {
-        "astype"
+        self.id
     }
 
     fn configuration(&self) -> Configuration {
@@ -140,7 +171,7 @@ impl NumcodecsDecoder for AsType {
     ) -> Result<ArrayBytesRaw<'a>, CodecError> {
         let ew = self.encode.width;
         let size = plugin::per_element_decoded_size(
-            "astype",
+            self.id,
             encoded.len(),
             ew,
             self.decode.width,

@@ -8,19 +8,25 @@
 //!   (runtime plugins take precedence, also inside shards) that stop at the declared size;
 //! - [`lz4`] adds numcodecs' LZ4, which zarrs lacks, bounded the same way;
 //! - [`lzma`] adds numcodecs' LZMA (`.xz` and `.lzma`), bounded in output and decoder memory;
-//! - [`delta`], [`categorize`] and [`astype`] add numcodecs' filters of those names (through
-//!   [`plugin`], the zarrs side every numcodecs decoder of ours shares);
+//! - [`delta`], [`categorize`], [`astype`] (with `quantize`), [`bitround`] and [`packbits`]
+//!   add numcodecs' filters of those names (through [`plugin`], the zarrs side every numcodecs
+//!   decoder of ours shares);
+//! - [`fixedscaleoffset`] registers numcodecs' FixedScaleOffset in place of zarrs' own, whose
+//!   `f32` scale and offset read values off what zarr-python reads;
 //! - [`checksum`] adds numcodecs' crc32, adler32, fletcher32, crc32c and jenkins_lookup3
 //!   checksums, each placed where numcodecs puts it and verified;
 //! - [`shard_index`] checks a shard's index (checksum, bounds, overlap) before zarrs reads it.
 
 mod astype;
+mod bitround;
 mod bounded;
 mod categorize;
 mod checksum;
 mod delta;
+mod fixedscaleoffset;
 mod lz4;
 mod lzma;
+mod packbits;
 mod plugin;
 pub(crate) mod shard_index;
 
@@ -39,6 +45,9 @@ pub(crate) fn register() {
         delta::register();
         categorize::register();
         astype::register();
+        fixedscaleoffset::register();
+        bitround::register();
+        packbits::register();
     });
 }
 
