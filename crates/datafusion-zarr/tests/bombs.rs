@@ -39,6 +39,10 @@ async fn bombs_stop_at_the_declared_size() {
             "lzma_bomb.zarr",
             "lzma data decompresses to more than the 4000 bytes",
         ),
+        (
+            "pcodec_bomb.zarr",
+            "pcodec data holds more than the 1000 numbers the chunk declares",
+        ),
     ];
     for (store, message) in cases {
         let ctx = context();

@@ -1,6 +1,6 @@
 """Writes the malformed chunk and shard cases (README.md says what each breaks).
 
-Run from this directory:  python3 make_malformed.py   (needs numcodecs, numpy; deterministic)
+Run from this directory:  python3 make_malformed.py   (needs numcodecs, numpy, pcodec; deterministic)
 Metadata cases are made by the tests themselves, by editing a copy of a corpus store.
 """
 import gzip
@@ -67,6 +67,13 @@ def main():
     store("blosc_bomb.zarr", array_json([1000], [1000], 4, [BYTES, {"name": "blosc", "configuration": {
         "cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 4, "blocksize": 0}}]),
           {"c/0": header})
+    # A pcodec chunk of 2^25 float64 zeros (256 MiB) in a few hundred bytes, for 1000 declared.
+    from pcodec import ChunkConfig, standalone
+    pcodec_meta = array_json([1000], [1000], 4, [{"name": "numcodecs.pcodec", "configuration": {"level": 8}}],
+                             fill=0.0)
+    pcodec_meta["data_type"] = "float64"
+    store("pcodec_bomb.zarr", pcodec_meta,
+          {"c/0": standalone.simple_compress(np.zeros(1 << 25), ChunkConfig())})
     # Truncated compressed chunks.
     store("gzip_truncated.zarr", array_json([1000], [1000], 4, [BYTES, {"name": "gzip", "configuration": {"level": 1}}]),
           {"c/0": gzip.compress(RAW, mtime=0)[:30]})

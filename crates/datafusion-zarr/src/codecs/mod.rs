@@ -8,6 +8,7 @@
 //!   (runtime plugins take precedence, also inside shards) that stop at the declared size;
 //! - [`lz4`] adds numcodecs' LZ4, which zarrs lacks, bounded the same way;
 //! - [`lzma`] adds numcodecs' LZMA (`.xz` and `.lzma`), bounded in output and decoder memory;
+//! - [`pcodec`] registers numcodecs' PCodec in place of zarrs' own, bounded the same way;
 //! - [`delta`], [`categorize`], [`astype`] (with `quantize`), [`bitround`] and [`packbits`]
 //!   add numcodecs' filters of those names (through [`plugin`], the zarrs side every numcodecs
 //!   decoder of ours shares);
@@ -27,6 +28,7 @@ mod fixedscaleoffset;
 mod lz4;
 mod lzma;
 mod packbits;
+mod pcodec;
 mod plugin;
 pub(crate) mod shard_index;
 
@@ -48,6 +50,7 @@ pub(crate) fn register() {
         fixedscaleoffset::register();
         bitround::register();
         packbits::register();
+        pcodec::register();
     });
 }
 
