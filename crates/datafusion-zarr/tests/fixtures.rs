@@ -626,15 +626,15 @@ async fn numcodecs_astype_v2_and_v3() {
 
 /// numcodecs' lossy numeric filters as zarr-python 2 and 3 write them (`codecs/
 /// fixedscaleoffset.rs`, `codecs/astype.rs`'s quantize, `codecs/bitround.rs`,
-/// `codecs/packbits.rs`) and PCodec (`codecs/pcodec.rs`): every value equal to zarr-python's
-/// (NumPy's arithmetic, to the bit; for the big-endian V3 store, numcodecs' decoding of the
-/// stored values, which zarr-python 3.1.6 misreads); a chunk that breaks a filter's rule is an
-/// error naming the chunk and the rule.
+/// `codecs/packbits.rs`), PCodec (`codecs/pcodec.rs`) and Delta on numbers (`codecs/delta.rs`):
+/// every value equal to zarr-python's (NumPy's arithmetic, to the bit; for the big-endian V3
+/// store, numcodecs' decoding of the stored values, which zarr-python 3.1.6 misreads); a chunk
+/// that breaks a filter's rule is an error naming the chunk and the rule.
 #[tokio::test]
-async fn numcodecs_lossy_filters_and_pcodec_v2_and_v3() {
+async fn numcodecs_numeric_filters_and_pcodec_v2_and_v3() {
     let exp = expected();
     let stores = exp["lossy_filters"].as_object().unwrap();
-    assert_eq!(stores.len(), 12);
+    assert_eq!(stores.len(), 14);
     for (store, want) in stores {
         let got = store_values(store).await;
         let want = want.as_array().unwrap();

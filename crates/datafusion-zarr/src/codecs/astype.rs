@@ -54,6 +54,11 @@ impl Numeric {
         })
     }
 
+    /// Whether the dtype is big-endian.
+    pub(super) fn big_endian(self) -> bool {
+        self.big_endian
+    }
+
     /// The value at `bytes` (`width` of them).
     pub(super) fn read(self, bytes: &[u8]) -> Number {
         let raw = plugin::read_uint(bytes, self.big_endian);

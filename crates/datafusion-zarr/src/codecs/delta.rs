@@ -1,7 +1,12 @@
 //! numcodecs' Delta filter (V2 filter `delta`, V3 `numcodecs.delta`), which zarrs lacks: the
-//! chunk holds the first integer and then the differences between neighbours; decoding is a
-//! wrapping running sum. Users put it on `<U` arrays with `dtype: "<u4"`, over the UTF-32
-//! code units. `astype` other than `dtype` (a narrowing cast) is refused as unsupported.
+//! chunk holds the first value and then the differences between neighbours, as `astype` (by
+//! default `dtype`); decoding is NumPy's `cumsum` into `dtype`. Users put it on `<U` arrays
+//! with `dtype: "<u4"`, over the UTF-32 code units, and on numeric arrays, often with a
+//! narrower `astype` (`dtype: "<i8", astype: "<i2"`, numcodecs' own example).
+//!
+//! `cumsum` sums integers in 64 bits (NumPy's platform integer), wrapping, and floats in
+//! `astype`'s precision, sequentially; the sums are cast to `dtype` as [`Numeric::write`]
+//! does. One integer dtype stored as itself, the common case, is summed in place.
 
 use std::borrow::Cow;
 
@@ -10,6 +15,7 @@ use zarrs::array::{ArrayBytesRaw, BytesRepresentation, CodecError};
 use zarrs::metadata::Configuration;
 use zarrs::plugin::PluginCreateError;
 
+use super::astype::{Number, Numeric};
 use super::plugin::{self, NumcodecsDecoder};
 
 /// Registers the codec with zarrs (see [`super::register`]).
@@ -20,9 +26,10 @@ pub(super) fn register() {
 #[derive(Debug)]
 struct Delta {
     configuration: Configuration,
-    /// Bytes per integer.
-    width: usize,
-    big_endian: bool,
+    /// The stored differences (`astype`).
+    encode: Numeric,
+    /// The array's dtype (`dtype`).
+    decode: Numeric,
 }
 
 impl Delta {
@@ -32,23 +39,51 @@ impl Delta {
         let dtype =
             text("dtype").ok_or_else(|| PluginCreateError::Other("delta needs a dtype".into()))?;
         let astype = text("astype").unwrap_or(dtype);
-        let unsupported = || {
-            PluginCreateError::Other(format!(
-                "delta with dtype {dtype} and astype {astype} is unsupported (integer dtypes \
-                 stored as themselves are)"
-            ))
-        };
-        let (width, big_endian) = plugin::dtype(dtype)
-            .filter(|_| !dtype.contains('U'))
-            .ok_or_else(unsupported)?;
-        if plugin::dtype(astype) != Some((width, big_endian)) || astype.contains('U') {
-            return Err(unsupported());
+        match (Numeric::parse(astype), Numeric::parse(dtype)) {
+            (Some(encode), Some(decode)) => Ok(Self {
+                configuration,
+                encode,
+                decode,
+            }),
+            _ => Err(PluginCreateError::Other(format!(
+                "delta with dtype {dtype} and astype {astype} is unsupported (integer dtypes of \
+                 1 to 8 bytes and float dtypes of 4 and 8 are)"
+            ))),
         }
-        Ok(Self {
-            configuration,
-            width,
-            big_endian,
-        })
+    }
+
+    /// `cumsum` of `encoded` (whole `astype` values) into `out`, as `dtype`.
+    fn cumsum(&self, encoded: &[u8], out: &mut Vec<u8>) {
+        let (from, to) = (self.encode, self.decode);
+        match (from.kind, from.width) {
+            ('f', 4) => {
+                let mut sum = 0f32;
+                for value in encoded.chunks_exact(4) {
+                    sum += from.read(value).as_f64() as f32;
+                    to.write(Number::Float(f64::from(sum)), out);
+                }
+            }
+            ('f', _) => {
+                let mut sum = 0f64;
+                for value in encoded.chunks_exact(from.width) {
+                    sum += from.read(value).as_f64();
+                    to.write(Number::Float(sum), out);
+                }
+            }
+            (kind, _) => {
+                let mut sum = 0u64;
+                for value in encoded.chunks_exact(from.width) {
+                    if let Number::Int(v) = from.read(value) {
+                        sum = sum.wrapping_add(v as u64);
+                    }
+                    let total = match kind {
+                        'u' => i128::from(sum),
+                        _ => i128::from(sum as i64),
+                    };
+                    to.write(Number::Int(total), out);
+                }
+            }
+        }
     }
 }
 
@@ -62,7 +97,7 @@ impl NumcodecsDecoder for Delta {
     }
 
     fn encoded_representation(&self, decoded: &BytesRepresentation) -> BytesRepresentation {
-        *decoded
+        plugin::per_element_representation(decoded, self.decode.width, self.encode.width)
     }
 
     fn decode<'a>(
@@ -70,35 +105,33 @@ impl NumcodecsDecoder for Delta {
         encoded: ArrayBytesRaw<'a>,
         decoded: &BytesRepresentation,
     ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        let (w, len) = (self.width, encoded.len());
-        let declared = match decoded {
-            BytesRepresentation::FixedSize(n) => Some(*n),
-            _ => None,
-        };
-        if len % w != 0 || declared.is_some_and(|n| n != len as u64) {
-            return Err(CodecError::Other(format!(
-                "delta data is {len} bytes, not {} of {w}-byte integers",
-                declared.map_or("a whole number".to_string(), |n| format!(
-                    "the declared {n} bytes"
-                ))
-            )));
+        let size = plugin::per_element_decoded_size(
+            "delta",
+            encoded.len(),
+            self.encode.width,
+            self.decode.width,
+            decoded,
+        )?;
+        if self.encode != self.decode || self.decode.kind == 'f' {
+            let mut out = Vec::with_capacity(size);
+            self.cumsum(&encoded, &mut out);
+            return Ok(Cow::Owned(out));
         }
+        // One integer dtype: a wrapping sum, in place.
+        let w = self.decode.width;
         let mask = if w == 8 {
             u64::MAX
         } else {
             (1u64 << (8 * w)) - 1
         };
+        let big_endian = self.decode.big_endian();
         let mut out = encoded.into_owned();
         let mut sum = 0u64;
         for item in out.chunks_exact_mut(w) {
-            let mut bytes = [0u8; 8];
-            if self.big_endian {
-                bytes[8 - w..].copy_from_slice(item);
-                sum = sum.wrapping_add(u64::from_be_bytes(bytes)) & mask;
+            sum = sum.wrapping_add(plugin::read_uint(item, big_endian)) & mask;
+            if big_endian {
                 item.copy_from_slice(&sum.to_be_bytes()[8 - w..]);
             } else {
-                bytes[..w].copy_from_slice(item);
-                sum = sum.wrapping_add(u64::from_le_bytes(bytes)) & mask;
                 item.copy_from_slice(&sum.to_le_bytes()[..w]);
             }
         }
@@ -135,6 +168,6 @@ mod tests {
             .unwrap_err();
         assert!(e.to_string().contains("delta data is 12 bytes"), "{e}");
         assert!(delta("<U6").is_err());
-        assert!(delta("<f8").is_err());
+        assert!(delta("<f2").is_err());
     }
 }
