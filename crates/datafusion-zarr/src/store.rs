@@ -11,7 +11,7 @@ use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use futures::future::join_all;
 use object_store::local::LocalFileSystem;
-use object_store::path::Path;
+use object_store::path::{Path, PathPart};
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use url::Url;
 
@@ -100,13 +100,23 @@ impl ZarrStore {
         &self.shown
     }
 
-    /// The object path of `key` (a `/`-separated path relative to the store root).
-    pub(crate) fn key_path(&self, key: &str) -> Path {
+    /// The object path of `key` (a `/`-separated path relative to the store root), its names
+    /// as they are: the key `é/c/0` is the object `é/c/0`, as zarr-python writes it.
+    /// (object_store's `Path::join` percent-encodes a name, which made `é` the object
+    /// `%C3%A9`: a child array so named read as missing, or as another directory's chunks.)
+    /// A name no object store holds (`.`, `..`, a control character) is an error.
+    pub(crate) fn key_path(&self, key: &str) -> Result<Path> {
         let mut path = self.root.clone();
         for part in key.split('/').filter(|p| !p.is_empty()) {
-            path = path.clone().join(part);
+            let part = PathPart::parse(part).map_err(|e| {
+                ZarrError::metadata(
+                    format!("{}/{}", self.display_location(), key),
+                    format!("the key holds a name no object store holds: {e}"),
+                )
+            })?;
+            path = path.join(part);
         }
-        path
+        Ok(path)
     }
 
     /// Reads the object at `key`, or `None` if it does not exist. Objects larger than `limit`
@@ -174,7 +184,7 @@ impl ZarrStore {
             message: e.to_string(),
         };
         let path = files
-            .path_to_filesystem(&self.key_path(key))
+            .path_to_filesystem(&self.key_path(key)?)
             .map_err(|source| self.store_error(key, &source))?;
         let file = match std::fs::File::open(&path) {
             Ok(file) => file,
@@ -211,7 +221,7 @@ impl ZarrStore {
         let range = match range {
             // Azure has no suffix ranges: ask for the size, then read a bounded range.
             GetRange::Suffix(n) if self.no_suffix_ranges() => {
-                let size = match self.store.head(&self.key_path(key)).await {
+                let size = match self.store.head(&self.key_path(key)?).await {
                     Ok(meta) => meta.size,
                     Err(object_store::Error::NotFound { .. }) => return Ok(None),
                     Err(source) => return Err(self.store_error(key, &source)),
@@ -236,7 +246,7 @@ impl ZarrStore {
         for r in ranges {
             limit.check(location(), "object range", r.end.checked_sub(r.start))?;
         }
-        match self.store.get_ranges(&self.key_path(key), ranges).await {
+        match self.store.get_ranges(&self.key_path(key)?, ranges).await {
             Ok(parts) => Ok(Some(parts)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(source) => Err(self.store_error(key, &source)),
@@ -261,7 +271,7 @@ impl ZarrStore {
         options: GetOptions,
         limit: Limit,
     ) -> Result<Option<(Bytes, u64)>> {
-        let path = self.key_path(key);
+        let path = self.key_path(key)?;
         let location = || format!("{}/{}", self.display_location(), key);
         let result = match self.store.get_opts(&path, options).await {
             Ok(r) => r,
@@ -294,7 +304,7 @@ impl ZarrStore {
 
     /// Names of the direct children (sub-directories) of `prefix`, sorted.
     pub(crate) async fn list_children(&self, prefix: &str) -> Result<Vec<String>> {
-        let path = self.key_path(prefix);
+        let path = self.key_path(prefix)?;
         let listing = self
             .store
             .list_with_delimiter(Some(&path))

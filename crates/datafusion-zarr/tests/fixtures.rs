@@ -683,3 +683,25 @@ async fn numcodecs_numeric_filters_and_pcodec_v2_and_v3() {
         );
     }
 }
+
+/// Child arrays whose names are not plain ASCII words (`é`, `日本`, `a%b`, `a#b`, `a b`), as
+/// zarr-python writes them: each read from its own directory in a V3 group found by listing
+/// and in a consolidated V2 group, and by its path.
+#[tokio::test]
+async fn child_arrays_with_unusual_names() {
+    let exp = expected();
+    for (store, arrays) in exp["names"].as_object().unwrap() {
+        let location = fixture(store);
+        let sql = format!("SELECT * FROM read_zarr('{location}') ORDER BY dim_0");
+        let ctx = context();
+        let batches = query(&ctx, &sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        for (name, want) in arrays.as_object().unwrap() {
+            let got = to_json(column(&batches, name).as_ref());
+            assert_eq!(&Value::Array(got), want, "{store}: {name}");
+            let sql = format!("SELECT * FROM read_zarr('{location}', '{name}') ORDER BY dim_0");
+            assert_eq!(&Value::Array(values(&sql, name).await), want, "{sql}");
+        }
+    }
+}
