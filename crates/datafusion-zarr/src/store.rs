@@ -18,7 +18,8 @@ use url::Url;
 use crate::error::{Result, ZarrError};
 use crate::limits::Limit;
 use crate::object_stores::{
-    StorageOptions, build_store, is_remote_scheme, redact, redact_text, supported_schemes,
+    StorageOptions, build_store, is_remote_scheme, redact, redact_text, redact_unparsed,
+    supported_schemes,
 };
 
 /// A Zarr store: an object store and the prefix of the store root within it.
@@ -343,13 +344,15 @@ const LOCAL_FILE_SYSTEM: &str = "LocalFileSystem(file:///)";
 /// Turns a location into a URL: URLs pass through, local paths must name an existing directory.
 fn location_url(location: &str) -> Result<Url> {
     if location.contains("://") {
+        // Not yet parsed: shown without anything that may be a password or a token.
+        let shown = redact_unparsed(location);
         let mut url = Url::parse(location)
-            .map_err(|e| ZarrError::Location(format!("'{location}' is not a URL: {e}")))?;
+            .map_err(|e| ZarrError::Location(format!("'{shown}' is not a URL: {e}")))?;
         if url.scheme() == "file" {
             let path = url
                 .to_file_path()
-                .map_err(|_| ZarrError::Location(format!("'{location}' is not a file path")))?;
-            return local_url(location, &path);
+                .map_err(|_| ZarrError::Location(format!("'{shown}' is not a file path")))?;
+            return local_url(&shown, &path);
         }
         if !url.path().ends_with('/') {
             let p = format!("{}/", url.path());

@@ -32,7 +32,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion_zarr::export::AtomicTarget;
-use datafusion_zarr::{ZarrOptions, ZarrTable};
+use datafusion_zarr::{ZarrError, ZarrOptions, ZarrTable};
 use futures::StreamExt;
 
 use output::{Format, Printer};
@@ -161,13 +161,30 @@ fn main() -> ExitCode {
 
 /// `options` with each `key=value` of `-o`/`--option` applied in order.
 pub(crate) fn table_options(mut options: ZarrOptions, pairs: &[String]) -> Result<ZarrOptions> {
-    for kv in pairs {
+    for (i, kv) in pairs.iter().enumerate() {
+        // Not echoed: without its `=`, nothing says which part is a secret.
         let (k, v) = kv.split_once('=').ok_or_else(|| {
-            DataFusionError::Plan(format!("--option '{kv}' is not of the form key=value"))
+            DataFusionError::External(Box::new(ZarrError::Option(format!(
+                "the {} --option is not of the form key=value (its text is not shown, as it may \
+                 hold a secret)",
+                ordinal(i + 1)
+            ))))
         })?;
         options.set(k, v)?;
     }
     Ok(options)
+}
+
+/// `n` as an English ordinal: 1st, 2nd, 3rd, 4th, 11th, 21st.
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 /// A session with Zarr support, as the CLI configures it.

@@ -200,3 +200,62 @@ fn subcommands_are_discoverable_from_the_help() {
         stdout(&help)
     );
 }
+
+/// A secret typed where the tool cannot tell it is one never comes back in an error: an
+/// `--option` without `=` (main command, `export`, `inspect`), a location that is not a URL,
+/// and an endpoint with a password that object_store puts in its own message. No server is
+/// needed: the endpoint is a closed port on 127.0.0.1.
+#[test]
+fn secrets_typed_in_the_wrong_place_are_not_shown() {
+    const SECRET: &str = "SECRETMARKER123";
+    let mistyped = format!("aws.secret_access_key:{SECRET}");
+    let endpoint = format!("aws.endpoint=http://u:{SECRET}@127.0.0.1:1");
+    let unparsed = format!("http://user:{SECRET}@127.0.0.1:99999/x.zarr");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.parquet");
+    let out = out.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["s3://bkt/x", "-o", &mistyped, "-c", "SELECT 1"],
+            "the 1st --option is not of the form key=value",
+        ),
+        (
+            vec!["export", U7, out, "-o", "path=", "-o", &mistyped],
+            "the 2nd --option is not of the form key=value",
+        ),
+        (
+            vec!["inspect", U7, "-o", &mistyped],
+            "the 1st --option is not of the form key=value",
+        ),
+        (
+            vec![&unparsed, "-c", "SELECT 1"],
+            "location 'http://***@127.0.0.1:99999/x.zarr' is not a URL",
+        ),
+        (
+            vec![
+                "s3://bkt/x",
+                "-o",
+                &endpoint,
+                "-o",
+                "aws.skip_signature=true",
+                "-o",
+                "aws.allow_http=true",
+                "-o",
+                "aws.region=us-east-1",
+                "-o",
+                "retry.max_retries=0",
+                "-c",
+                "SELECT 1",
+            ],
+            "http://***@127.0.0.1:1/bkt/x/zarr.json",
+        ),
+    ];
+    for (args, says) in cases {
+        let o = zarr_sql(&args);
+        let err = stderr(&o);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains(SECRET), "{args:?}: {err}");
+        assert!(!stdout(&o).contains(SECRET), "{args:?}");
+    }
+}
