@@ -187,6 +187,7 @@ impl ZarrStore {
         let path = files
             .path_to_filesystem(&self.key_path(key)?)
             .map_err(|source| self.store_error(key, &source))?;
+        refuse_special_file(&path, location)?;
         let file = match std::fs::File::open(&path) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -274,6 +275,11 @@ impl ZarrStore {
     ) -> Result<Option<(Bytes, u64)>> {
         let path = self.key_path(key)?;
         let location = || format!("{}/{}", self.display_location(), key);
+        if self.local
+            && let Ok(file) = LocalFileSystem::new().path_to_filesystem(&path)
+        {
+            refuse_special_file(&file, location)?;
+        }
         let result = match self.store.get_opts(&path, options).await {
             Ok(r) => r,
             Err(object_store::Error::NotFound { .. }) => {
@@ -327,6 +333,20 @@ fn directory_error(location: String) -> ZarrError {
         location,
         "is a directory where a chunk or metadata object should be",
     )
+}
+
+/// Refuses a local object that is neither a regular file nor a directory (a FIFO, a socket, a
+/// device) before it is opened: opening a FIFO blocks until a writer comes, and a device may
+/// never end. A stat, as object_store's own reads begin with.
+fn refuse_special_file(path: &std::path::Path, location: impl FnOnce() -> String) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() && !meta.is_dir() => Err(ZarrError::metadata(
+            location(),
+            "is not a regular file (a FIFO, socket or device) where a chunk or metadata object \
+             should be",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The objects [`ZarrStore::get_many`] read, in the order of its keys.

@@ -76,15 +76,21 @@ pub(crate) struct TableModel {
 }
 
 impl TableModel {
-    /// Number of rows: the element count of `shape`.
+    /// Number of rows: the element count of `shape`, at most `i64::MAX` (DataFusion counts rows
+    /// as `i64`: a table of 2^63 rows could not answer `count(*)` from its shape, and a scan of
+    /// that many rows never ends).
     pub(crate) fn num_rows(&self) -> Result<u64> {
         self.shape
             .iter()
             .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+            .filter(|&rows| i64::try_from(rows).is_ok())
             .ok_or_else(|| {
                 ZarrError::metadata(
                     &self.display,
-                    format!("shape {:?} overflows u64", self.shape),
+                    format!(
+                        "shape {:?} has more elements than a table has rows (at most 2^63 - 1)",
+                        self.shape
+                    ),
                 )
             })
     }

@@ -126,6 +126,49 @@ async fn a_chunk_key_that_is_a_directory() {
     );
 }
 
+/// A FIFO or a device where a chunk or `zarr.json` should be is refused before it is opened:
+/// opening a FIFO blocked until a writer came (the query never ended), a device may never end.
+#[cfg(unix)]
+#[test]
+fn special_files_are_refused_before_they_are_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = corpus().join("01_1d_le_uncompressed/data.zarr");
+    let fifo = |path: &std::path::Path| {
+        let made = std::process::Command::new("mkfifo").arg(path).status();
+        assert!(made.unwrap().success(), "mkfifo {}", path.display());
+    };
+    let chunk = dir.path().join("chunk");
+    std::fs::create_dir_all(chunk.join("c")).unwrap();
+    std::fs::copy(src.join("zarr.json"), chunk.join("zarr.json")).unwrap();
+    fifo(&chunk.join("c/0"));
+    let metadata = dir.path().join("metadata");
+    std::fs::create_dir_all(&metadata).unwrap();
+    fifo(&metadata.join("zarr.json"));
+    let device = dir.path().join("device");
+    std::fs::create_dir_all(device.join("c")).unwrap();
+    std::fs::copy(src.join("zarr.json"), device.join("zarr.json")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", device.join("c/0")).unwrap();
+    for (store, key) in [(chunk, "c/0"), (metadata, "zarr.json"), (device, "c/0")] {
+        let sql = format!("SELECT * FROM read_zarr('{}')", store.display());
+        // On a thread of its own: a read that blocks (the failure this test catches) blocks
+        // that thread, and the test fails when the wait ends.
+        let (send, receive) = std::sync::mpsc::channel();
+        let query = sql.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Runtime::new().unwrap();
+            let _ = send.send(runtime.block_on(error_of(&query)));
+        });
+        let e = receive
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("{sql} did not end"));
+        assert!(e.contains(key), "{e}");
+        assert!(
+            e.contains("is not a regular file (a FIFO, socket or device)"),
+            "{e}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn store_errors() {
     let dir = tempfile::tempdir().unwrap();

@@ -188,6 +188,16 @@ fn sizes_declared_by_metadata_are_bounded_before_anything_is_allocated() {
             );
         }
     }
+    // 2^63 rows, more than DataFusion counts: refused, where count(*) scanned without end.
+    let store = hostile_store(&dir.path().join("too_many_rows"), 1 << 63, 1 << 20, 4);
+    let error = rt.block_on(async {
+        let sql = format!("SELECT count(*) FROM read_zarr('{store}')");
+        query(&context(), &sql).await.unwrap_err().to_string()
+    });
+    assert!(
+        error.contains("has more elements than a table has rows (at most 2^63 - 1)"),
+        "{error}"
+    );
     // 2^40 chunks of one element: planning and count(*) never look at each chunk.
     let store = hostile_store(&dir.path().join("many_chunks"), 1 << 40, 1, 4);
     let (rows, peak) = counting_alloc::peak_of(|| {
