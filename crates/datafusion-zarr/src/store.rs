@@ -47,7 +47,9 @@ impl ZarrStore {
     /// Resolves `location` (a local directory or a URL) to a store. The session's registry is
     /// asked first; when it has no store for the URL, one is built from the URL, `storage` and
     /// the environment and registered, as datafusion-cli does. A table that brings its own
-    /// storage options gets a store built from them even when the session has one.
+    /// storage options gets a store built from them even when the session has one; a local
+    /// store has no use for them (they configure remote stores and their retries) and reads
+    /// as without them.
     pub(crate) fn open(
         runtime: &RuntimeEnv,
         location: &str,
@@ -60,7 +62,7 @@ impl ZarrStore {
         let store_root: &Url = store_url.as_ref();
         let registered = runtime.object_store(&store_url).ok();
         let store = match registered {
-            Some(store) if storage.is_empty() => store,
+            Some(store) if storage.is_empty() || !is_remote_scheme(url.scheme()) => store,
             registered if is_remote_scheme(url.scheme()) => {
                 let built = build_store(&url, storage)?;
                 if registered.is_none() {
@@ -445,6 +447,26 @@ mod tests {
             .into_iter()
             .map(|o| o.map_err(|e| e.to_string()))
             .collect()
+    }
+
+    /// Storage options configure remote stores; a local store reads as without them (it was
+    /// an error saying no store was registered for file://).
+    #[tokio::test]
+    async fn a_local_store_reads_as_it_is_whatever_storage_options_come_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("k"), b"object").unwrap();
+        let mut storage = StorageOptions::default();
+        storage.set("retry.max_retries", "3").unwrap();
+        storage.set("aws.region", "us-east-1").unwrap();
+        let runtime = RuntimeEnv::default();
+        let location = dir.path().to_str().unwrap();
+        let store = ZarrStore::open(&runtime, location, &storage).unwrap();
+        let limit = Limit {
+            option: "max_metadata_bytes",
+            bytes: 1 << 20,
+        };
+        let object = store.get("k", limit).await.unwrap();
+        assert_eq!(object, Some(Bytes::from_static(b"object")));
     }
 
     /// A local directory under DataFusion's own `file://` store is read by `read_local`
