@@ -3,6 +3,7 @@
 //! in the file footer, atomic replacement of the target, and a progress bar.
 
 use std::io::IsTerminal;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,7 +47,7 @@ pub struct ExportArgs {
     compression_level: Option<u32>,
     /// Rows per row group.
     #[arg(long)]
-    row_group_size: Option<usize>,
+    row_group_size: Option<NonZeroUsize>,
     /// Arrow type of fixed_length_utf32 columns (utf8, utf8view, large_utf8, fixed_size_binary).
     #[arg(long)]
     string_type: Option<String>,
@@ -62,7 +63,7 @@ pub struct ExportArgs {
     /// Number of partitions (threads); with --scheduler, the tasks the scan is divided among
     /// (default 1: the whole export in one task, see docs/scaling.md).
     #[arg(short = 'p', long)]
-    partitions: Option<usize>,
+    partitions: Option<NonZeroUsize>,
     /// Run the export on the Ballista cluster of this scheduler (df://HOST:PORT): an executor
     /// writes the file, so OUTPUT must be on storage it shares with this machine. Needs a
     /// zarr-sql built with the `ballista` feature.
@@ -77,7 +78,7 @@ pub async fn run(args: ExportArgs) -> Result<()> {
     // single-node divided, 0.98x in one task), so one partition unless -p says otherwise.
     let scan_partitions = match (&args.scheduler, args.partitions) {
         (Some(_), None) => Some(1),
-        (_, p) => p,
+        (_, p) => p.map(NonZeroUsize::get),
     };
     let ctx = session_on(args.scheduler.as_deref(), scan_partitions, None).await?;
     let mut options = ZarrOptions {
@@ -95,9 +96,9 @@ pub async fn run(args: ExportArgs) -> Result<()> {
     let export = ParquetExport {
         compression: args.compression,
         compression_level: args.compression_level,
-        row_group_size: args.row_group_size,
+        row_group_size: args.row_group_size.map(NonZeroUsize::get),
         // Row groups encoded at once: -p, or the cores.
-        parallelism: args.partitions,
+        parallelism: args.partitions.map(NonZeroUsize::get),
         ..ParquetExport::for_table(&table)
     };
     let columns: Vec<String> = args.columns.iter().map(|c| c.trim().to_string()).collect();

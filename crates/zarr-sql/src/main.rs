@@ -22,6 +22,7 @@ mod output;
 mod shell;
 mod test_store;
 
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -100,11 +101,11 @@ struct QueryArgs {
 
     /// Number of partitions (threads) a scan uses; defaults to the number of cores.
     #[arg(short = 'p', long)]
-    partitions: Option<usize>,
+    partitions: Option<NonZeroUsize>,
 
     /// Rows per batch.
     #[arg(short = 'b', long)]
-    batch_size: Option<usize>,
+    batch_size: Option<NonZeroUsize>,
 
     /// Run the queries on the Ballista cluster of this scheduler (df://HOST:PORT); needs a
     /// zarr-sql built with the `ballista` feature.
@@ -228,7 +229,12 @@ pub(crate) async fn session_on(
 }
 
 async fn run(args: QueryArgs) -> Result<()> {
-    let ctx = session_on(args.scheduler.as_deref(), args.partitions, args.batch_size).await?;
+    let ctx = session_on(
+        args.scheduler.as_deref(),
+        args.partitions.map(NonZeroUsize::get),
+        args.batch_size.map(NonZeroUsize::get),
+    )
+    .await?;
     if let Some(location) = &args.location {
         let options = table_options(ZarrOptions::default(), &args.options)?;
         let table = ZarrTable::open(&ctx.runtime_env(), location, options).await?;

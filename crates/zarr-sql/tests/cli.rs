@@ -259,3 +259,30 @@ fn secrets_typed_in_the_wrong_place_are_not_shown() {
         assert!(!stdout(&o).contains(SECRET), "{args:?}");
     }
 }
+
+/// Counts of zero are refused where they parse (they wrote a file of one-row row groups, or
+/// ran with batches of one row).
+#[test]
+fn zero_counts_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.parquet");
+    let out = out.to_str().unwrap();
+    for (args, flag) in [
+        (
+            vec!["export", U7, out, "--row-group-size", "0"],
+            "--row-group-size",
+        ),
+        (vec!["export", U7, out, "-p", "0"], "--partitions"),
+        (vec![U7, "-b", "0", "-c", "SELECT 1"], "--batch-size"),
+        (vec![U7, "-p", "0", "-c", "SELECT 1"], "--partitions"),
+    ] {
+        let o = zarr_sql(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&o).contains(&format!("invalid value '0' for '{flag}")),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert!(!std::path::Path::new(out).exists(), "{args:?}");
+    }
+}
