@@ -327,8 +327,11 @@ pub fn supported_schemes() -> Vec<&'static str> {
 /// errors, plans and file metadata show (a SAS token or a password never appears).
 pub(crate) fn redact(url: &Url) -> String {
     let mut shown = url.clone();
-    // Both only fail for URLs that cannot have credentials (`data:`), which have none.
-    let _ = shown.set_username("");
+    // Both only fail for URLs that cannot have credentials (`data:`), which have none. In
+    // `abfs://container@account…` the user is the container, which stays.
+    if !matches!(url.scheme(), "abfs" | "abfss" | "wasb" | "wasbs") {
+        let _ = shown.set_username("");
+    }
     let _ = shown.set_password(None);
     shown.set_query(None);
     shown.set_fragment(None);
@@ -427,6 +430,24 @@ mod tests {
             "Error performing GET http://***@127.0.0.1:1/bkt/x/zarr.json: \
              pattern for scheme: az://***@c/x/"
         );
+    }
+
+    #[test]
+    fn shown_urls_keep_an_abfs_container_and_lose_credentials() {
+        for (url, shown) in [
+            (
+                "abfs://c@acct.dfs.core.windows.net/x/?sig=s3cret",
+                "abfs://c@acct.dfs.core.windows.net/x",
+            ),
+            (
+                "abfss://c:s3cret@acct.dfs.core.windows.net/x",
+                "abfss://c@acct.dfs.core.windows.net/x",
+            ),
+            ("s3://user:s3cret@bkt/x/", "s3://bkt/x"),
+            ("https://u:s3cret@h/x.zarr?token=s3cret", "https://h/x.zarr"),
+        ] {
+            assert_eq!(redact(&Url::parse(url).unwrap()), shown);
+        }
     }
 
     #[test]
