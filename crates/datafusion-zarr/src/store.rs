@@ -57,6 +57,15 @@ impl ZarrStore {
     ) -> Result<Self> {
         let url = location_url(location)?;
         let shown = redact(&url);
+        if matches!(url.scheme(), "http" | "https") && url.query().is_some() {
+            // object_store asks for each object by its own path; a query (a presigned or SAS
+            // URL's signature) would be dropped without a word and every read refused.
+            return Err(ZarrError::Location(format!(
+                "'{shown}?***': the query of an http(s) location is not sent with the requests \
+                 for its objects, which are asked for by their own paths (a presigned URL names \
+                 one object, not a store)"
+            )));
+        }
         let store_url = ObjectStoreUrl::parse(&url[..url::Position::BeforePath])
             .map_err(|e| ZarrError::Location(format!("'{shown}' is not a usable URL: {e}")))?;
         let store_root: &Url = store_url.as_ref();
@@ -505,6 +514,21 @@ mod tests {
             read(&store, &["c/1", "c/2"], 5).await,
             Ok(vec![chunk, None])
         );
+    }
+
+    #[test]
+    fn an_http_location_with_a_query_is_refused_without_showing_it() {
+        let runtime = RuntimeEnv::default();
+        let location = "https://127.0.0.1:1/x.zarr?sig=s3cret";
+        let e = ZarrStore::open(&runtime, location, &StorageOptions::default())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.contains("'https://127.0.0.1:1/x.zarr?***': the query"),
+            "{e}"
+        );
+        assert!(!e.contains("s3cret"), "{e}");
     }
 
     #[test]
