@@ -4,7 +4,7 @@
 use datafusion::error::DataFusionError;
 
 /// Errors raised while opening or scanning a Zarr store.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 pub enum ZarrError {
     /// A table option is unknown or has a bad value.
     #[error("invalid option: {0}")]
@@ -104,6 +104,15 @@ impl From<ZarrError> for DataFusionError {
     }
 }
 
+/// Debug shows the message, as Display does: errors that cross processes travel as their Debug
+/// text (Ballista sends an executor's failure to the client that way), and a user reading it
+/// should see "array …, chunk …: rule", not the variant's fields.
+impl std::fmt::Debug for ZarrError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
 impl ZarrError {
     /// A metadata error for `node`.
     pub(crate) fn metadata(node: impl std::fmt::Display, message: impl Into<String>) -> Self {
@@ -126,5 +135,24 @@ pub fn error_message(e: &DataFusionError) -> String {
     match e.find_root() {
         DataFusionError::External(inner) => inner.to_string(),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_reads_as_the_message() {
+        let e = ZarrError::Chunk {
+            array: "s3://bkt/a".into(),
+            chunk: "c/0".into(),
+            message: "zstd data is truncated".into(),
+        };
+        assert_eq!(
+            format!("{e:?}"),
+            "array s3://bkt/a, chunk c/0: zstd data is truncated"
+        );
+        assert_eq!(format!("{e:?}"), e.to_string());
     }
 }

@@ -15,6 +15,7 @@
 
 #[cfg(feature = "ballista")]
 mod cluster;
+mod errors;
 mod export;
 mod inspect;
 mod malloc;
@@ -154,7 +155,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("Error: {}", datafusion_zarr::error_message(&e));
+            eprintln!("Error: {}", crate::errors::message(&e));
             ExitCode::FAILURE
         }
     }

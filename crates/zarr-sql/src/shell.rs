@@ -45,7 +45,7 @@ pub async fn run(ctx: &SessionContext, printer: &Printer) -> Result<()> {
                 if trimmed.ends_with(';') {
                     let _ = editor.add_history_entry(buffer.trim_end());
                     if let Err(e) = run_sql(ctx, &buffer, printer).await {
-                        eprintln!("Error: {}", datafusion_zarr::error_message(&e));
+                        eprintln!("Error: {}", crate::errors::message(&e));
                     }
                     buffer.clear();
                 }

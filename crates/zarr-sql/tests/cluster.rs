@@ -293,6 +293,26 @@ fn a_cluster_export_says_where_its_progress_is() {
     assert!(e.contains("Exported "), "{e}");
 }
 
+/// A chunk that fails on an executor fails the query on the client with the reader's own
+/// message (array, chunk, rule), not the Debug text of the executor's error it travels as.
+#[test]
+fn a_chunk_that_fails_on_an_executor_reads_as_it_does_locally() {
+    let store = root().join("tests/data/malformed/zstd_truncated.zarr");
+    let store = store.to_str().unwrap();
+    let sql = "SELECT count(value) FROM t";
+    let failed = zarr_sql(&["--scheduler", &cluster().url, store, "-c", sql]);
+    assert!(!failed.status.success());
+    let e = stderr(&failed);
+    assert!(
+        e.contains(&format!(
+            "runtime execution error: array file://{store}, chunk c/0: "
+        )),
+        "{e}"
+    );
+    assert!(!e.contains("DataFusionError("), "{e}");
+    assert!(!e.contains("External("), "{e}");
+}
+
 /// The values of `key=` in the plan lines of Zarr scans (`ZarrScanExec` locally, a
 /// `DataSourceExec` of `file_type=zarr` on the cluster).
 fn scan_fields(plan: &str, key: &str) -> Vec<String> {
