@@ -157,12 +157,46 @@ rejected!(
 rejected!(
     transpose_with_c,
     |d| d["codecs"] = json!([{"name": "transpose", "configuration": {"order": "C"}}, {"name": "bytes", "configuration": {"endian": "little"}}]),
-    "invalid array metadata"
+    "transpose order \"C\" is not a permutation of the array's dimensions (it has 1)"
 );
 rejected!(
     transpose_not_a_permutation,
     |d| d["codecs"] = json!([{"name": "transpose", "configuration": {"order": [1]}}, {"name": "bytes", "configuration": {"endian": "little"}}]),
-    "invalid array metadata"
+    "transpose order [1] is not a permutation of the array's dimensions (it has 1)"
+);
+rejected!(
+    transpose_repeating_a_dimension_inside_a_shard,
+    |d| d["codecs"] = json!([{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [2],
+        "codecs": [{"name": "transpose", "configuration": {"order": [0, 0]}},
+                   {"name": "bytes", "configuration": {"endian": "little"}}],
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}]),
+    "transpose order [0,0] is not a permutation of the array's dimensions (it has 1)"
+);
+rejected!(
+    shard_inner_chunks_that_do_not_divide_the_shard,
+    |d| {
+        d["chunk_grid"]["configuration"]["chunk_shape"] = json!([10]);
+        d["codecs"] = json!([{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [3],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}]);
+    },
+    "inner chunk_shape [3] does not divide the shard shape [10], as the sharding codec requires"
+);
+rejected!(
+    shard_inner_chunks_of_zero,
+    |d| d["codecs"] = json!([{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [0],
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}]),
+    "inner chunk_shape must hold positive integers"
+);
+rejected!(
+    shuffle_of_no_bytes,
+    |d| d["codecs"] = json!([{"name": "bytes", "configuration": {"endian": "little"}},
+                             {"name": "numcodecs.shuffle", "configuration": {"elementsize": 0}}]),
+    "shuffle elementsize 0 is not a positive integer"
 );
 rejected!(
     dimension_names_wrong_length,

@@ -84,6 +84,12 @@ impl ShardIndexLayout {
                     .ok_or("invalid transpose order")?,
                 None => shard_shape[d],
             };
+            if extent % n != 0 {
+                return Err(format!(
+                    "inner chunk_shape {inner:?} does not divide the shard shape {shard_shape:?}, \
+                     as the sharding codec requires"
+                ));
+            }
             inner_chunks = inner_chunks
                 .checked_mul(extent.div_ceil(n))
                 .ok_or("the number of inner chunks per shard overflows u64")?;

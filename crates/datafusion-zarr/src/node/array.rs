@@ -83,10 +83,12 @@ pub(super) fn finish(parsed: Parsed, path: &str, limits: &Limits) -> Result<Arra
         // when it is used.
         Err(ArrayCreateError::DataTypeCreateError(_)) => (None, None),
         Err(e) => {
-            return Err(ZarrError::metadata(
-                &display,
-                format!("invalid array metadata: {e}"),
-            ));
+            // Our reading of the sharding configuration names the rule zarrs' does not.
+            let message = match &sharding {
+                Err(rule) => rule.clone(),
+                Ok(_) => format!("invalid array metadata: {e}"),
+            };
+            return Err(ZarrError::metadata(&display, message));
         }
     };
     // The shard layout matters (and its errors count) only for arrays that are read.

@@ -52,6 +52,7 @@ pub(super) fn array(
         }
         None => vec![None; shape_len],
     };
+    validate::codec_configurations(&display, zarray.get("filters"), shape_len)?;
     let meta: ArrayMetadataV2 = serde_json::from_value(zarray.clone())
         .map_err(|e| ZarrError::metadata(&display, format!("invalid .zarray: {e}")))?;
     let mut doc = zarray;

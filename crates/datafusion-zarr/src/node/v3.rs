@@ -35,6 +35,11 @@ pub(super) fn array(
         validate::bytes_endian(&display, doc.get("codecs"))?;
     }
     numcodecs_filters_in_byte_order(&display, doc.get_mut("codecs"))?;
+    let rank = doc
+        .get("shape")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    validate::codec_configurations(&display, doc.get("codecs"), rank)?;
     let meta: ArrayMetadataV3 = serde_json::from_value(doc.clone())
         .map_err(|e| ZarrError::metadata(&display, format!("invalid array metadata: {e}")))?;
     let dimension_names = match &meta.dimension_names {

@@ -130,6 +130,62 @@ pub(super) fn bytes_endian(display: &str, codecs: Option<&Value>) -> Result<()> 
     Ok(())
 }
 
+/// Codec configurations zarrs refuses with a message that names no rule ("data did not match
+/// any variant of untagged enum …") or reads until a chunk fails: a `transpose` order that is
+/// not a permutation of the array's `rank` dimensions, a shuffle's `elementsize` that is not a
+/// positive integer. `codecs` is a V3 list (`name`, `configuration`, also inside
+/// `sharding_indexed`) or a V2 list of filters (`id` and the configuration beside it).
+pub(super) fn codec_configurations(
+    display: &str,
+    codecs: Option<&Value>,
+    rank: usize,
+) -> Result<()> {
+    for codec in codecs.and_then(Value::as_array).into_iter().flatten() {
+        let (name, configuration) = match codec.get("name") {
+            Some(name) => (name.as_str(), codec.get("configuration")),
+            None => (codec.get("id").and_then(Value::as_str), Some(codec)),
+        };
+        let setting = |key: &str| configuration.and_then(|c| c.get(key));
+        match name.unwrap_or("") {
+            "transpose" => {
+                let order = setting("order");
+                let mut seen = vec![false; rank];
+                let permutation = order.and_then(Value::as_array).is_some_and(|order| {
+                    order.len() == rank
+                        && order.iter().all(|i| {
+                            let slot = i
+                                .as_u64()
+                                .and_then(|i| seen.get_mut(usize::try_from(i).ok()?));
+                            slot.is_some_and(|seen| !std::mem::replace(seen, true))
+                        })
+                });
+                if !permutation {
+                    let order = order.map_or("missing".to_string(), Value::to_string);
+                    return Err(ZarrError::metadata(
+                        display,
+                        format!(
+                            "transpose order {order} is not a permutation of the array's \
+                             dimensions (it has {rank})"
+                        ),
+                    ));
+                }
+            }
+            "shuffle" | "numcodecs.shuffle" => match setting("elementsize") {
+                Some(size) if size.as_u64().is_none_or(|n| n == 0) => {
+                    return Err(ZarrError::metadata(
+                        display,
+                        format!("shuffle elementsize {size} is not a positive integer"),
+                    ));
+                }
+                _ => {}
+            },
+            "sharding_indexed" => codec_configurations(display, setting("codecs"), rank)?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// The element count of `shape` must fit in `u64` (zarrs multiplies shapes unchecked).
 pub(super) fn element_count(display: &str, shape: &[u64]) -> Result<()> {
     if shape
