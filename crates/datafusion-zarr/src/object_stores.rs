@@ -223,6 +223,7 @@ pub(crate) fn build_store(url: &Url, options: &StorageOptions) -> Result<Arc<dyn
             redact_text(&e.to_string(), options)
         ))
     };
+    refuse_other_backends(url, &shown, options)?;
     let retry = options.retry()?;
     match url.scheme() {
         #[cfg(feature = "aws")]
@@ -293,6 +294,36 @@ pub(crate) fn build_store(url: &Url, options: &StorageOptions) -> Result<Arc<dyn
             supported_schemes().join(", ")
         ))),
     }
+}
+
+/// Options for another kind of store than `url`'s are refused: `gcp.*` on an `s3://` location
+/// was neither used nor reported, and the S3 client went looking for credentials elsewhere.
+/// `retry.*` applies to every remote store.
+#[cfg(any(feature = "aws", feature = "gcp", feature = "azure", feature = "http"))]
+fn refuse_other_backends(url: &Url, shown: &str, options: &StorageOptions) -> Result<()> {
+    let own = match url.scheme() {
+        "s3" | "s3a" => "aws",
+        "gs" => "gcp",
+        "az" | "abfs" | "abfss" | "azure" | "adl" => "azure",
+        "http" | "https" => "http",
+        _ => return Ok(()),
+    };
+    for key in options.keys() {
+        let prefix = key.split('.').next().unwrap_or_default();
+        let schemes = match prefix {
+            "aws" => "s3://",
+            "gcp" => "gs://",
+            "azure" => "az://, abfs:// and abfss://",
+            "http" => "http:// and https://",
+            _ => continue,
+        };
+        if prefix != own {
+            return Err(ZarrError::Option(format!(
+                "'{key}' configures {schemes} stores, not '{shown}'"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Whether `endpoint` was typed with `http://` (MinIO, moto, an emulator, a proxy) and
@@ -448,6 +479,22 @@ mod tests {
         ] {
             assert_eq!(redact(&Url::parse(url).unwrap()), shown);
         }
+    }
+
+    #[test]
+    fn options_for_another_kind_of_store_are_refused() {
+        let mut options = StorageOptions::default();
+        options.set("retry.max_retries", "0").unwrap();
+        options.set("aws.region", "us-east-1").unwrap();
+        let s3 = Url::parse("s3://bkt/x/").unwrap();
+        assert!(refuse_other_backends(&s3, "s3://bkt/x", &options).is_ok());
+        options.set("gcp.service_account_key", "{}").unwrap();
+        let e = refuse_other_backends(&s3, "s3://bkt/x", &options).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("'gcp.service_account_key' configures gs:// stores, not 's3://bkt/x'"),
+            "{e}"
+        );
     }
 
     #[test]
