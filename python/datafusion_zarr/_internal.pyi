@@ -101,9 +101,9 @@ class ZarrTable:
             where: a SQL predicate the rows must satisfy, e.g. ``"value LIKE 'Ber%'"``.
             compression: ``lz4`` is Parquet's ``LZ4_RAW``.
             compression_level: zstd 1-22, gzip 0-9.
-            row_group_size: rows per row group (default 1,048,576).
+            row_group_size: rows per row group (default 1,048,576; 0 raises ValueError).
             threads: partitions of the scan and row groups encoded at once (default: the
-                cores).
+                cores; 0 raises ValueError).
             progress: called as ``progress(rows_read, total_rows)`` on the calling thread
                 while the export runs (at most every 100 ms, when the counts have changed)
                 and once when it is complete. ``total_rows`` counts the chunks the scan

@@ -19,7 +19,7 @@ use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
 use datafusion_ffi::table_provider::FFI_TableProvider;
 use datafusion_ffi::table_provider_factory::FFI_TableProviderFactory;
-use pyo3::exceptions::{PyException, PyTypeError};
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyCapsule, PyDict, PyList, PyString, PyTuple};
 
@@ -195,6 +195,13 @@ impl PyZarrTable {
                 "progress must be a callable taking (rows_read, total_rows), not {}",
                 callback.get_type().name()?
             )));
+        }
+        for (name, value) in [("row_group_size", row_group_size), ("threads", threads)] {
+            if value == Some(0) {
+                return Err(PyValueError::new_err(format!(
+                    "{name} must be at least 1, not 0"
+                )));
+            }
         }
         let request = export::ToParquet {
             path,

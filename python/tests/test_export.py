@@ -83,6 +83,10 @@ def test_a_failed_export_keeps_the_existing_file(tmp_path: Path) -> None:
         table.to_parquet(target, where="nope > 1")
     with pytest.raises(datafusion_zarr.ZarrError, match="compression 'brotli' is not one of"):
         table.to_parquet(target, compression="brotli")
+    with pytest.raises(ValueError, match="row_group_size must be at least 1, not 0"):
+        table.to_parquet(target, row_group_size=0)
+    with pytest.raises(ValueError, match="threads must be at least 1, not 0"):
+        table.to_parquet(target, threads=0)
     assert target.read_bytes() == b"the old file"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.parquet"]
 
