@@ -227,4 +227,65 @@ fn sizes_declared_by_metadata_are_bounded_before_anything_is_allocated() {
     );
     assert_eq!(rows.2, 1);
     assert!(peak < 64 << 20, "many chunks: peak allocation {peak} bytes");
+
+    // 2^24 chunks, more than planning looks at one by one: an index predicate still prunes,
+    // by blocks of 16 consecutive chunks (it read every chunk).
+    let store = hostile_store(&dir.path().join("more_chunks"), 1 << 24, 1, 4);
+    let (plan, last) = rt.block_on(async {
+        let ctx = context();
+        let sql = format!("SELECT dim_0 FROM read_zarr('{store}') WHERE dim_0 >= 16777213");
+        let plan = query(&ctx, &format!("EXPLAIN {sql}")).await.unwrap();
+        let plan = arrow::util::pretty::pretty_format_batches(&plan)
+            .unwrap()
+            .to_string();
+        let rows = query(&ctx, &format!("{sql} ORDER BY dim_0")).await.unwrap();
+        (plan, to_json(column(&rows, "dim_0").as_ref()))
+    });
+    assert!(
+        plan.contains(
+            "chunks=16, pruning_predicate=dim_0 >= UInt64(16777213), chunks_pruned=16777200"
+        ),
+        "{plan}"
+    );
+    assert_eq!(
+        last,
+        [16777213u64, 16777214, 16777215]
+            .map(|n| serde_json::json!(n))
+            .to_vec()
+    );
+    // In 2-D (2048 × 1023 one-element chunks: blocks of 2, every other one across the end of
+    // a row), a block's box holds every row it may hold: the counts are the arithmetic ones.
+    let grid = dir.path().join("grid_2d");
+    let mut metadata: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(&store).join("zarr.json")).unwrap(),
+    )
+    .unwrap();
+    metadata["shape"] = serde_json::json!([2048, 1023]);
+    metadata["chunk_grid"]["configuration"]["chunk_shape"] = serde_json::json!([1, 1]);
+    std::fs::create_dir_all(&grid).unwrap();
+    std::fs::write(grid.join("zarr.json"), metadata.to_string()).unwrap();
+    let counts = rt.block_on(async {
+        let ctx = context();
+        let mut counts = Vec::new();
+        for predicate in [
+            "dim_0 BETWEEN 5 AND 7 AND dim_1 >= 1000",
+            "dim_1 = 1022 AND dim_0 < 3",
+            "dim_0 = 2047 AND dim_1 IN (0, 1, 513)",
+            "dim_1 = 0",
+        ] {
+            let sql = format!(
+                "SELECT count(*) AS n FROM read_zarr('{}') WHERE {predicate}",
+                grid.display()
+            );
+            let n = query(&ctx, &sql).await.unwrap();
+            counts.push(to_json(column(&n, "n").as_ref()));
+        }
+        counts
+    });
+    assert_eq!(
+        counts,
+        [69, 3, 3, 2048]
+            .map(|n| vec![serde_json::json!(n)])
+            .to_vec()
+    );
 }

@@ -22,14 +22,14 @@ pub(crate) use index::GridStats;
 
 use crate::error::{Result, ZarrError};
 use crate::scan::filter::ScanFilter;
-use crate::scan::grid::UnitGrid;
+use crate::scan::grid::{UnitGrid, unravel};
 use crate::table::TableModel;
 
 /// The most units planning looks at one by one. A grid with more (metadata can declare
-/// 2^40 one-element chunks in a few bytes) is not pruned before the scan, and its partitions'
-/// row counts are left unknown: planning stays bounded in time and memory whatever the
-/// metadata says. The scan still reads such a grid unit by unit, and dynamic filters still
-/// skip units while it runs.
+/// 2^40 one-element chunks in a few bytes) is pruned by blocks of consecutive units
+/// ([`select_blocks`]: index predicates only), and its partitions' row counts are left unknown:
+/// planning stays bounded in time and memory whatever the metadata says. The scan reads the
+/// units of the blocks kept one by one, and dynamic filters still skip units while it runs.
 pub(crate) const MAX_PLANNED_UNITS: u64 = 1 << 20;
 
 /// The work units a scan reads after pruning.
@@ -88,12 +88,15 @@ pub(crate) async fn select_chunks(
         .iter()
         .filter(|f| f.is_dimension_filter(model))
         .collect();
-    if usable.is_empty() || total > MAX_PLANNED_UNITS {
+    if usable.is_empty() {
         return Ok(ChunkSelection {
             runs: std::iter::once(0..total).collect(),
             total,
             predicate: None,
         });
+    }
+    if total > MAX_PLANNED_UNITS {
+        return select_blocks(model, units, &usable);
     }
     let containers = usize::try_from(total)
         .map_err(|_| ZarrError::metadata(&model.display, "too many chunks to prune"))?;
@@ -111,6 +114,59 @@ pub(crate) async fn select_chunks(
         runs,
         total,
         predicate: Some(display(&usable)),
+    })
+}
+
+/// [`select_chunks`] for a grid of more than [`MAX_PLANNED_UNITS`] units: the index predicates
+/// are applied to at most [`MAX_PLANNED_UNITS`] blocks of consecutive units (C order), each
+/// seen as the box that holds all its units, and the units of the blocks kept are read. Along
+/// each dimension a block's box is exact while the block's first and last unit share their
+/// grid indices before it, and the whole extent after. Coordinate predicates (which read the
+/// coordinate) are left to the scan's filter. Without this, `WHERE dim_0 >= 9999998` over 10
+/// million chunks read every chunk.
+fn select_blocks(
+    model: &TableModel,
+    units: &UnitGrid,
+    filters: &[&ScanFilter],
+) -> Result<ChunkSelection> {
+    let total = units.count();
+    let per_block = total.div_ceil(MAX_PLANNED_UNITS);
+    let blocks = total.div_ceil(per_block);
+    let containers = usize::try_from(blocks)
+        .map_err(|_| ZarrError::metadata(&model.display, "too many chunks to prune"))?;
+    let ndim = units.shape().len();
+    let mut ranges = UnitRanges {
+        starts: vec![Vec::with_capacity(containers); ndim],
+        ends: vec![Vec::with_capacity(containers); ndim],
+    };
+    for block in 0..blocks {
+        let (first, last) = (block * per_block, ((block + 1) * per_block).min(total) - 1);
+        let (first_origin, _) = units.bounds(first)?;
+        let (last_origin, last_extent) = units.bounds(last)?;
+        let (first_at, last_at) = (unravel(first, units.shape()), unravel(last, units.shape()));
+        for d in 0..ndim {
+            let exact = first_at[..d] == last_at[..d];
+            let (start, end) = match exact {
+                true => (first_origin[d], last_origin[d] + last_extent[d]),
+                false => (0, model.shape.get(d).copied().unwrap_or(u64::MAX)),
+            };
+            ranges.starts[d].push(start);
+            ranges.ends[d].push(end);
+        }
+    }
+    let keep = index::prune(model, &ranges, filters, containers)?;
+    let mut runs: Vec<Range<u64>> = Vec::new();
+    for block in (0..blocks).filter(|&b| keep[b as usize]) {
+        let units = block * per_block..((block + 1) * per_block).min(total);
+        match runs.last_mut() {
+            Some(r) if r.end == units.start => r.end = units.end,
+            _ => runs.push(units),
+        }
+    }
+    Ok(ChunkSelection {
+        runs,
+        total,
+        predicate: Some(display(filters)),
     })
 }
 
