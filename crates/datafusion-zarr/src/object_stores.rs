@@ -372,32 +372,32 @@ pub(crate) fn redact(url: &Url) -> String {
 
 /// A location as it was typed, for the error that says it is not a URL: with no URL to take
 /// apart, everything between `://` and the last `@` (a user and password, which may hold `/`,
-/// `:` or `@`) and everything after a `?` (a query) are replaced by `***`.
+/// `:`, `?`, `#` or `@`) and everything after a `?` or `#` (a query, a fragment) are replaced
+/// by `***`.
 pub(crate) fn redact_unparsed(location: &str) -> String {
     let (head, rest) = match location.find("://") {
         Some(i) => location.split_at(i + 3),
         None => ("", location),
     };
-    let rest = match rest.split_once('?') {
-        Some((before, _)) => format!("{before}?***"),
-        None => rest.to_string(),
+    let (user, rest) = match rest.rfind('@') {
+        Some(at) => ("***@", &rest[at + 1..]),
+        None => ("", rest),
     };
-    match rest.rfind('@') {
-        Some(at) => format!("{head}***@{}", &rest[at + 1..]),
-        None => format!("{head}{rest}"),
+    match rest.find(['?', '#']) {
+        Some(cut) => format!("{head}{user}{}{}***", &rest[..cut], &rest[cut..cut + 1]),
+        None => format!("{head}{user}{rest}"),
     }
 }
 
-/// `word` with the user information of a URL in it (`user:password@` before the host) replaced
-/// by `***@`.
+/// `word` with the user information of a URL in it replaced by `***@`: everything between
+/// `://` and the word's last `@` (a password may hold `/`; a path with an `@` loses its host
+/// too, which an error can spare).
 fn without_userinfo(word: &str) -> String {
     let Some(start) = word.find("://").map(|i| i + 3) else {
         return word.to_string();
     };
-    let authority = &word[start..];
-    let end = authority.find(['/', '?', '#']).unwrap_or(authority.len());
-    match authority[..end].rfind('@') {
-        Some(at) => format!("{}***@{}", &word[..start], &authority[at + 1..]),
+    match word[start..].rfind('@') {
+        Some(at) => format!("{}***@{}", &word[..start], &word[start + at + 1..]),
         None => word.to_string(),
     }
 }
@@ -455,7 +455,7 @@ mod tests {
         );
         // A password in an endpoint, and in a URL object_store could not take apart.
         let text = "Error performing GET http://u:p4ss@127.0.0.1:1/bkt/x/zarr.json: \
-                    pattern for scheme: az://user:s3cret@c/x/";
+                    pattern for scheme: az://user:s3/cret@c/x/";
         assert_eq!(
             redact_text(text, &options),
             "Error performing GET http://***@127.0.0.1:1/bkt/x/zarr.json: \
@@ -506,6 +506,8 @@ mod tests {
             ),
             ("s3://user:s3/c@et@/x", "s3://***@/x"),
             ("https://h/x.zarr?sig=s3cret", "https://h/x.zarr?***"),
+            ("http://user:pa?ss@host/x", "http://***@host/x"),
+            ("http://user:pa#ss@host/x#frag", "http://***@host/x#***"),
             ("file:///tmp/x", "file:///tmp/x"),
         ] {
             assert_eq!(redact_unparsed(typed), shown);

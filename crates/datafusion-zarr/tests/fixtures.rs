@@ -634,7 +634,7 @@ async fn numcodecs_astype_v2_and_v3() {
 async fn numcodecs_numeric_filters_and_pcodec_v2_and_v3() {
     let exp = expected();
     let stores = exp["lossy_filters"].as_object().unwrap();
-    assert_eq!(stores.len(), 14);
+    assert_eq!(stores.len(), 16);
     for (store, want) in stores {
         let got = store_values(store).await;
         let want = want.as_array().unwrap();

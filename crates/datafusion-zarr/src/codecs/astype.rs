@@ -74,11 +74,14 @@ impl Numeric {
 
     /// Appends `value` cast to this dtype.
     pub(super) fn write(self, value: Number, out: &mut Vec<u8>) {
-        let raw: u64 = match (self.kind, value) {
-            ('f', v) if self.width == 4 => u64::from((v.as_f64() as f32).to_bits()),
-            ('f', v) => v.as_f64().to_bits(),
-            (_, Number::Int(i)) => i as u64,
-            (_, Number::Float(f)) => (f as i128) as u64,
+        // An integer becomes a float with one rounding, as NumPy casts it (not through f64).
+        let raw: u64 = match (self.kind, self.width, value) {
+            ('f', 4, Number::Int(i)) => u64::from((i as f32).to_bits()),
+            ('f', 4, Number::Float(f)) => u64::from((f as f32).to_bits()),
+            ('f', _, Number::Int(i)) => (i as f64).to_bits(),
+            ('f', _, Number::Float(f)) => f.to_bits(),
+            (_, _, Number::Int(i)) => i as u64,
+            (_, _, Number::Float(f)) => (f as i128) as u64,
         };
         if self.big_endian {
             out.extend_from_slice(&raw.to_be_bytes()[8 - self.width..]);
@@ -229,6 +232,10 @@ mod tests {
             .collect();
         assert_eq!(cast(">i2", "<i8", i16s), want);
         assert_eq!(cast("|u1", "<i2", vec![255]), 255i16.to_le_bytes());
+        // np.array([2**60 + 2**36 + 1], "<i8").astype("<f4") is 2**60 + 2**37: one rounding.
+        let big = ((1i64 << 60) + (1 << 36) + 1).to_le_bytes().to_vec();
+        let want = ((1u64 << 60) + (1 << 37)) as f32;
+        assert_eq!(cast("<i8", "<f4", big), want.to_le_bytes());
         assert!(Numeric::parse("<f2").is_none() && Numeric::parse("<U3").is_none());
     }
 }

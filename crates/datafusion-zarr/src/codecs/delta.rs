@@ -52,37 +52,73 @@ impl Delta {
         }
     }
 
-    /// `cumsum` of `encoded` (whole `astype` values) into `out`, as `dtype`.
+    /// `cumsum` of `encoded` (whole `astype` values) into `out`, as `dtype`, summed one after
+    /// another in the type NumPy promotes the two dtypes to ([`Sum::of`]).
     fn cumsum(&self, encoded: &[u8], out: &mut Vec<u8>) {
         let (from, to) = (self.encode, self.decode);
-        match (from.kind, from.width) {
-            ('f', 4) => {
+        let values = encoded.chunks_exact(from.width).map(|v| from.read(v));
+        match Sum::of(from, to) {
+            Sum::F32 => {
                 let mut sum = 0f32;
-                for value in encoded.chunks_exact(4) {
-                    sum += from.read(value).as_f64() as f32;
+                for value in values {
+                    sum += match value {
+                        Number::Int(i) => i as f32,
+                        Number::Float(f) => f as f32,
+                    };
                     to.write(Number::Float(f64::from(sum)), out);
                 }
             }
-            ('f', _) => {
+            Sum::F64 => {
                 let mut sum = 0f64;
-                for value in encoded.chunks_exact(from.width) {
-                    sum += from.read(value).as_f64();
+                for value in values {
+                    sum += value.as_f64();
                     to.write(Number::Float(sum), out);
                 }
             }
-            (kind, _) => {
+            Sum::Wrapping => {
+                // Integers that fit the sum: it wraps as any integer at least as wide as
+                // `dtype` does, and only `dtype`'s bytes are kept.
                 let mut sum = 0u64;
-                for value in encoded.chunks_exact(from.width) {
-                    if let Number::Int(v) = from.read(value) {
+                for value in values {
+                    if let Number::Int(v) = value {
                         sum = sum.wrapping_add(v as u64);
                     }
-                    let total = match kind {
-                        'u' => i128::from(sum),
-                        _ => i128::from(sum as i64),
-                    };
-                    to.write(Number::Int(total), out);
+                    to.write(Number::Int(i128::from(sum)), out);
                 }
             }
+        }
+    }
+}
+
+/// The type NumPy's `cumsum(enc, out=dec)` sums in: `promote_types(astype, dtype)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Sum {
+    /// Two integer dtypes that promote to an integer.
+    Wrapping,
+    F32,
+    F64,
+}
+
+impl Sum {
+    fn of(a: Numeric, b: Numeric) -> Self {
+        let float = |n: Numeric| n.kind == 'f';
+        if !float(a) && !float(b) {
+            // uint64 with a signed integer has no common integer type: NumPy takes float64.
+            let u64_and_signed =
+                |x: Numeric, y: Numeric| x.kind == 'u' && x.width == 8 && y.kind == 'i';
+            return match u64_and_signed(a, b) || u64_and_signed(b, a) {
+                true => Sum::F64,
+                false => Sum::Wrapping,
+            };
+        }
+        // float32 holds a float32 and integers of up to 2 bytes exactly.
+        let narrow = |n: Numeric| match n.kind {
+            'f' => n.width == 4,
+            _ => n.width <= 2,
+        };
+        match narrow(a) && narrow(b) {
+            true => Sum::F32,
+            false => Sum::F64,
         }
     }
 }
@@ -146,6 +182,40 @@ mod tests {
     fn delta(dtype: &str) -> Result<Delta, PluginCreateError> {
         let c: Configuration = serde_json::from_value(serde_json::json!({"dtype": dtype})).unwrap();
         Delta::new(Some(&c))
+    }
+
+    /// `np.promote_types` for each pair, as NumPy 2.4.6 gives it.
+    #[test]
+    fn sums_in_the_type_numpy_promotes_to() {
+        let n = |t: &str| Numeric::parse(t).unwrap();
+        for (a, b, sum) in [
+            ("<f4", "<f4", Sum::F32),
+            ("<f4", "<f8", Sum::F64),
+            ("<f4", "<i2", Sum::F32),
+            ("<f4", "<i4", Sum::F64),
+            ("|u1", "<f4", Sum::F32),
+            ("<i8", "<i2", Sum::Wrapping),
+            ("<u4", "<i8", Sum::Wrapping),
+            ("<u8", "<i1", Sum::F64),
+            ("<u8", "<u2", Sum::Wrapping),
+        ] {
+            assert_eq!(Sum::of(n(a), n(b)), sum, "{a} {b}");
+            assert_eq!(Sum::of(n(b), n(a)), sum, "{b} {a}");
+        }
+    }
+
+    /// numcodecs.Delta(dtype="<f8", astype="<f4").decode of float32 0.1, 0.2 sums in float64.
+    #[test]
+    fn a_float64_array_of_float32_differences_sums_in_float64() {
+        let c: Configuration =
+            serde_json::from_value(serde_json::json!({"dtype": "<f8", "astype": "<f4"})).unwrap();
+        let d = Delta::new(Some(&c)).unwrap();
+        let encoded: Vec<u8> = [0.1f32, 0.2].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let decoded = d
+            .decode(Cow::Owned(encoded), &BytesRepresentation::FixedSize(16))
+            .unwrap();
+        let second = f64::from_le_bytes(decoded[8..].try_into().unwrap());
+        assert_eq!(second, 0.30000000447034836);
     }
 
     #[test]

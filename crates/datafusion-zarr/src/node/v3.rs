@@ -68,65 +68,115 @@ const NUMCODECS_FILTERS: [&str; 7] = [
     "numcodecs.quantize",
 ];
 
+/// numcodecs' filters that decode each element alone: their place among the array-to-array
+/// codecs does not matter (ours decode as bytes, after any `transpose`).
+const ELEMENTWISE: [&str; 5] = [
+    "numcodecs.astype",
+    "numcodecs.bitround",
+    "numcodecs.categorize",
+    "numcodecs.fixedscaleoffset",
+    "numcodecs.quantize",
+];
+
 /// zarr-python applies numcodecs' filters to arrays in memory and the `bytes` codec after them
-/// writes the result in its byte order, whatever the filter's dtype strings say (`"f8"`, or
-/// `"<f4"` before a big-endian `bytes`). Our decoders read those filters' bytes, so this writes
-/// that byte order into their dtypes. A filter before another array-to-bytes codec (sharding:
-/// it would be given the shard's bytes) is refused; inside a shard's codecs it is read.
+/// writes the result in its byte order, whatever the filter's dtype strings say (`"f8"`,
+/// `"float32"`, or `"<f4"` before a big-endian `bytes`). Our decoders read those filters'
+/// bytes, so this writes that byte order into their dtypes (NumPy's names as `<f4`). A filter
+/// we would read in another place than zarr-python wrote it is refused: before an
+/// array-to-bytes codec other than `bytes` (sharding: it would be given the shard's bytes;
+/// inside a shard's codecs it is read), or before a `transpose` when it is not elementwise.
 fn numcodecs_filters_in_byte_order(display: &str, codecs: Option<&mut Value>) -> Result<()> {
     let Some(codecs) = codecs.and_then(Value::as_array_mut) else {
         return Ok(());
     };
-    let name = |codec: &Value| codec.get("name").and_then(Value::as_str).map(str::to_owned);
-    let filters = codecs
-        .iter()
-        .take_while(|c| name(c).is_some_and(|n| n != "bytes" && n != "sharding_indexed"))
-        .filter(|c| name(c).is_some_and(|n| NUMCODECS_FILTERS.contains(&n.as_str())))
-        .count();
-    let Some(at) = codecs
-        .iter()
-        .position(|c| name(c).is_some_and(|n| n == "bytes" || n == "sharding_indexed"))
-    else {
-        return Ok(());
+    let name = |codec: &Value| {
+        let name = codec.get("name").and_then(Value::as_str);
+        name.unwrap_or_default().to_owned()
     };
-    if name(&codecs[at]).as_deref() == Some("sharding_indexed") {
-        if filters > 0 {
-            return Err(ZarrError::metadata(
-                display,
-                "a numcodecs filter before sharding_indexed is not read (zarr-python puts \
-                 filters inside the shard's codecs)",
-            ));
-        }
-        return numcodecs_filters_in_byte_order(
+    let misplaced = |filter: &str, before: &str| {
+        ZarrError::metadata(
             display,
-            codecs[at].pointer_mut("/configuration/codecs"),
-        );
-    }
-    let order = match codecs[at]
-        .pointer("/configuration/endian")
-        .and_then(Value::as_str)
-    {
-        Some("big") => '>',
-        _ => '<',
+            format!(
+                "{filter} before {before} is not read: numcodecs filters are read just before \
+                 the bytes codec (zarr-python puts them there, and inside a shard's codecs)"
+            ),
+        )
     };
-    for codec in &mut codecs[..at] {
-        if !name(codec).is_some_and(|n| NUMCODECS_FILTERS.contains(&n.as_str())) {
-            continue;
-        }
-        let Some(configuration) = codec
-            .get_mut("configuration")
-            .and_then(Value::as_object_mut)
-        else {
-            continue;
-        };
-        for key in ["dtype", "astype", "encode_dtype", "decode_dtype"] {
-            if let Some(Value::String(dtype)) = configuration.get_mut(key) {
-                let bare = dtype.trim_start_matches(['<', '>', '|', '=']);
-                *dtype = format!("{order}{bare}");
+    let mut filters: Vec<usize> = Vec::new();
+    for at in 0..codecs.len() {
+        let here = name(&codecs[at]);
+        match here.as_str() {
+            filter if NUMCODECS_FILTERS.contains(&filter) => filters.push(at),
+            "bytes" => {
+                let order = match codecs[at]
+                    .pointer("/configuration/endian")
+                    .and_then(Value::as_str)
+                {
+                    Some("big") => '>',
+                    _ => '<',
+                };
+                for &filter in &filters {
+                    in_byte_order(&mut codecs[filter], order);
+                }
+                return Ok(());
+            }
+            "sharding_indexed" => {
+                if let Some(&filter) = filters.first() {
+                    return Err(misplaced(&name(&codecs[filter]), &here));
+                }
+                return numcodecs_filters_in_byte_order(
+                    display,
+                    codecs[at].pointer_mut("/configuration/codecs"),
+                );
+            }
+            "transpose" => {
+                let moved = filters.iter().map(|&f| name(&codecs[f]));
+                if let Some(filter) = moved
+                    .into_iter()
+                    .find(|f| !ELEMENTWISE.contains(&f.as_str()))
+                {
+                    return Err(misplaced(&filter, &here));
+                }
+            }
+            _ => {
+                if let Some(&filter) = filters.first() {
+                    return Err(misplaced(&name(&codecs[filter]), &here));
+                }
             }
         }
     }
     Ok(())
+}
+
+/// Writes `order` (`<` or `>`) into the dtypes of a numcodecs filter's configuration, NumPy's
+/// names (`float32`, `uint16`) as the short codes our decoders read (`f4`, `u2`).
+fn in_byte_order(codec: &mut Value, order: char) {
+    let Some(configuration) = codec
+        .get_mut("configuration")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    for key in ["dtype", "astype", "encode_dtype", "decode_dtype"] {
+        if let Some(Value::String(dtype)) = configuration.get_mut(key) {
+            let bare = dtype.trim_start_matches(['<', '>', '|', '=']);
+            let code = match bare {
+                "int8" => "i1",
+                "int16" => "i2",
+                "int32" => "i4",
+                "int64" => "i8",
+                "uint8" => "u1",
+                "uint16" => "u2",
+                "uint32" => "u4",
+                "uint64" => "u8",
+                "float16" => "f2",
+                "float32" => "f4",
+                "float64" => "f8",
+                other => other,
+            };
+            *dtype = format!("{order}{code}");
+        }
+    }
 }
 
 #[cfg(test)]
@@ -165,6 +215,47 @@ mod tests {
             {"name": "sharding_indexed", "configuration": {"codecs": []}}
         ]);
         let e = numcodecs_filters_in_byte_order("a", Some(&mut outside)).unwrap_err();
-        assert!(e.to_string().contains("before sharding_indexed"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("numcodecs.packbits before sharding_indexed is not read"),
+            "{e}"
+        );
+
+        // NumPy's names, as zarr-python writes what it is given.
+        let mut named = json!([
+            {"name": "numcodecs.fixedscaleoffset",
+             "configuration": {"dtype": "float32", "astype": "int16", "scale": 10, "offset": 1}},
+            {"name": "bytes", "configuration": {"endian": "little"}}
+        ]);
+        numcodecs_filters_in_byte_order("a", Some(&mut named)).unwrap();
+        assert_eq!(named[0]["configuration"]["dtype"], "<f4");
+        assert_eq!(named[0]["configuration"]["astype"], "<i2");
+
+        // Read in another place than written: before another serializer, or a delta before a
+        // transpose (an elementwise filter there is read as written).
+        for (codecs, rule) in [
+            (
+                json!([{"name": "numcodecs.quantize", "configuration": {"dtype": "f8", "digits": 1}},
+                       {"name": "numcodecs.pcodec", "configuration": {}}]),
+                "numcodecs.quantize before numcodecs.pcodec is not read",
+            ),
+            (
+                json!([{"name": "numcodecs.delta", "configuration": {"dtype": "i4"}},
+                       {"name": "transpose", "configuration": {"order": [1, 0]}},
+                       {"name": "bytes", "configuration": {"endian": "little"}}]),
+                "numcodecs.delta before transpose is not read",
+            ),
+        ] {
+            let mut codecs = codecs;
+            let e = numcodecs_filters_in_byte_order("a", Some(&mut codecs)).unwrap_err();
+            assert!(e.to_string().contains(rule), "{e}");
+        }
+        let mut elementwise = json!([
+            {"name": "numcodecs.astype", "configuration": {"encode_dtype": "f4", "decode_dtype": "f8"}},
+            {"name": "transpose", "configuration": {"order": [1, 0]}},
+            {"name": "bytes", "configuration": {"endian": "little"}}
+        ]);
+        numcodecs_filters_in_byte_order("a", Some(&mut elementwise)).unwrap();
+        assert_eq!(elementwise[0]["configuration"]["encode_dtype"], "<f4");
     }
 }
