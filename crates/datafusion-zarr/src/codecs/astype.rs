@@ -177,20 +177,27 @@ impl NumcodecsDecoder for AsType {
         encoded: ArrayBytesRaw<'a>,
         decoded: &BytesRepresentation,
     ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        let ew = self.encode.width;
-        let size = plugin::per_element_decoded_size(
-            self.id,
-            encoded.len(),
-            ew,
-            self.decode.width,
-            decoded,
-        )?;
-        let mut out = Vec::with_capacity(size);
-        for value in encoded.chunks_exact(ew) {
-            self.decode.write(self.encode.read(value), &mut out);
-        }
-        Ok(Cow::Owned(out))
+        map_elements(self.id, &encoded, decoded, self.encode, self.decode, |v| v)
     }
+}
+
+/// Decodes `encoded` (whole values of `from`) into values of `to`, each value read, passed
+/// through `map` in order, and written: the loop astype, quantize, fixedscaleoffset and delta
+/// share. The size is checked against what the chunk declares first.
+pub(super) fn map_elements<'a>(
+    id: &str,
+    encoded: &[u8],
+    decoded: &BytesRepresentation,
+    from: Numeric,
+    to: Numeric,
+    mut map: impl FnMut(Number) -> Number,
+) -> Result<ArrayBytesRaw<'a>, CodecError> {
+    let size = plugin::per_element_decoded_size(id, encoded.len(), from.width, to.width, decoded)?;
+    let mut out = Vec::with_capacity(size);
+    for value in encoded.chunks_exact(from.width) {
+        to.write(map(from.read(value)), &mut out);
+    }
+    Ok(Cow::Owned(out))
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use zarrs::array::{ArrayBytesRaw, BytesRepresentation, CodecError};
 use zarrs::metadata::Configuration;
 use zarrs::plugin::PluginCreateError;
 
-use super::astype::{Number, Numeric};
+use super::astype::{Number, Numeric, map_elements};
 use super::plugin::{self, NumcodecsDecoder};
 
 /// Registers the codec with zarrs (see [`super::register`]).
@@ -52,39 +52,42 @@ impl Delta {
         }
     }
 
-    /// `cumsum` of `encoded` (whole `astype` values) into `out`, as `dtype`, summed one after
+    /// NumPy's `cumsum` of `encoded` (whole `astype` values) into `dtype`: summed one after
     /// another in the type NumPy promotes the two dtypes to ([`Sum::of`]).
-    fn cumsum(&self, encoded: &[u8], out: &mut Vec<u8>) {
+    fn cumsum<'a>(
+        &self,
+        encoded: &[u8],
+        decoded: &BytesRepresentation,
+    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
         let (from, to) = (self.encode, self.decode);
-        let values = encoded.chunks_exact(from.width).map(|v| from.read(v));
         match Sum::of(from, to) {
             Sum::F32 => {
                 let mut sum = 0f32;
-                for value in values {
+                map_elements("delta", encoded, decoded, from, to, |value| {
                     sum += match value {
                         Number::Int(i) => i as f32,
                         Number::Float(f) => f as f32,
                     };
-                    to.write(Number::Float(f64::from(sum)), out);
-                }
+                    Number::Float(f64::from(sum))
+                })
             }
             Sum::F64 => {
                 let mut sum = 0f64;
-                for value in values {
+                map_elements("delta", encoded, decoded, from, to, |value| {
                     sum += value.as_f64();
-                    to.write(Number::Float(sum), out);
-                }
+                    Number::Float(sum)
+                })
             }
             Sum::Wrapping => {
                 // Integers that fit the sum: it wraps as any integer at least as wide as
                 // `dtype` does, and only `dtype`'s bytes are kept.
                 let mut sum = 0u64;
-                for value in values {
+                map_elements("delta", encoded, decoded, from, to, |value| {
                     if let Number::Int(v) = value {
                         sum = sum.wrapping_add(v as u64);
                     }
-                    to.write(Number::Int(i128::from(sum)), out);
-                }
+                    Number::Int(i128::from(sum))
+                })
             }
         }
     }
@@ -141,20 +144,12 @@ impl NumcodecsDecoder for Delta {
         encoded: ArrayBytesRaw<'a>,
         decoded: &BytesRepresentation,
     ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        let size = plugin::per_element_decoded_size(
-            "delta",
-            encoded.len(),
-            self.encode.width,
-            self.decode.width,
-            decoded,
-        )?;
         if self.encode != self.decode || self.decode.kind == 'f' {
-            let mut out = Vec::with_capacity(size);
-            self.cumsum(&encoded, &mut out);
-            return Ok(Cow::Owned(out));
+            return self.cumsum(&encoded, decoded);
         }
-        // One integer dtype: a wrapping sum, in place.
         let w = self.decode.width;
+        plugin::per_element_decoded_size("delta", encoded.len(), w, w, decoded)?;
+        // One integer dtype: a wrapping sum, in place.
         let mask = if w == 8 {
             u64::MAX
         } else {

@@ -10,14 +10,12 @@
 //! round to the nearest, integers truncate). Integer dtypes of 1 to 8 bytes and float dtypes
 //! of 4 and 8 are read; others are refused as unsupported.
 
-use std::borrow::Cow;
-
 use serde_json::Value;
 use zarrs::array::{ArrayBytesRaw, BytesRepresentation, CodecError};
 use zarrs::metadata::Configuration;
 use zarrs::plugin::PluginCreateError;
 
-use super::astype::{Number, Numeric};
+use super::astype::{Number, Numeric, map_elements};
 use super::plugin::{self, NumcodecsDecoder};
 
 /// Registers the codec with zarrs (see [`super::register`]).
@@ -93,25 +91,15 @@ impl NumcodecsDecoder for FixedScaleOffset {
         encoded: ArrayBytesRaw<'a>,
         decoded: &BytesRepresentation,
     ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        let ew = self.encode.width;
-        let size = plugin::per_element_decoded_size(
-            "fixedscaleoffset",
-            encoded.len(),
-            ew,
-            self.decode.width,
-            decoded,
-        )?;
-        let mut out = Vec::with_capacity(size);
-        for value in encoded.chunks_exact(ew) {
-            let value = self.unscale(self.encode.read(value));
-            self.decode.write(value, &mut out);
-        }
-        Ok(Cow::Owned(out))
+        let (from, to) = (self.encode, self.decode);
+        map_elements(self.id(), &encoded, decoded, from, to, |v| self.unscale(v))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::borrow::Cow;
+
     use super::*;
 
     fn decode(config: serde_json::Value, encoded: Vec<u8>, decoded_width: usize) -> Vec<u8> {
