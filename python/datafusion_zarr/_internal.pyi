@@ -35,6 +35,8 @@ class ZarrTable:
         invalid_utf32: code units that are not Unicode scalar values: ``"error"`` (default),
             ``"replace"`` (U+FFFD) or ``"null"``.
         fill_as_null: read elements equal to the fill value as NULL.
+        binary_as_string: read NumPy ``S`` (null-terminated bytes) arrays as strings, checked
+            as UTF-8, instead of ``binary``.
         arrays: for a group, the arrays that form the value columns, in this order.
         max_chunk_bytes: the largest decoded chunk (or shard) accepted, in bytes.
         max_metadata_bytes: the largest metadata document accepted, in bytes.
@@ -54,6 +56,7 @@ class ZarrTable:
         string_type: Literal["utf8", "large_utf8", "utf8view"] = ...,
         invalid_utf32: Literal["error", "replace", "null"] = ...,
         fill_as_null: bool = ...,
+        binary_as_string: bool = ...,
         arrays: list[str] | str | None = ...,
         max_chunk_bytes: int = ...,
         max_metadata_bytes: int = ...,

@@ -82,6 +82,9 @@ pub struct ZarrOptions {
     pub invalid_utf32: InvalidUtf32,
     /// Read elements equal to the fill value as NULL.
     pub fill_as_null: bool,
+    /// Read NumPy `S` (`null_terminated_bytes`) columns as strings of `string_type` (checked
+    /// UTF-8), not `Binary`: DataFusion's Parquet option of that name.
+    pub binary_as_string: bool,
     /// For a group: the arrays that form the value columns, in this order.
     pub arrays: Option<Vec<String>>,
     /// Largest decoded chunk (or shard) accepted, in bytes.
@@ -106,6 +109,7 @@ impl Default for ZarrOptions {
             string_type: StringType::default(),
             invalid_utf32: InvalidUtf32::default(),
             fill_as_null: false,
+            binary_as_string: false,
             arrays: None,
             max_chunk_bytes: 1 << 30,
             max_metadata_bytes: 64 << 20,
@@ -126,6 +130,7 @@ pub const OPTION_KEYS: &[&str] = &[
     "string_type",
     "invalid_utf32",
     "fill_as_null",
+    "binary_as_string",
     "arrays",
     "max_chunk_bytes",
     "max_metadata_bytes",
@@ -158,6 +163,7 @@ impl ZarrOptions {
                 invalid_utf32_name(self.invalid_utf32).into(),
             ),
             ("fill_as_null".into(), self.fill_as_null.to_string()),
+            ("binary_as_string".into(), self.binary_as_string.to_string()),
             ("max_chunk_bytes".into(), self.max_chunk_bytes.to_string()),
             (
                 "max_metadata_bytes".into(),
@@ -186,6 +192,7 @@ impl ZarrOptions {
             "string_type" => self.string_type = StringType::parse(value)?,
             "invalid_utf32" => self.invalid_utf32 = parse_invalid_utf32(value)?,
             "fill_as_null" => self.fill_as_null = parse_bool(key, value)?,
+            "binary_as_string" => self.binary_as_string = parse_bool(key, value)?,
             "arrays" => {
                 let names: Vec<String> = value
                     .split(',')

@@ -344,6 +344,12 @@ fn arrow_type(array: &ArrayNode, options: &ZarrOptions) -> Result<ArrowType> {
             }
         },
         ElementKind::String => ArrowType::Utf8,
+        ElementKind::Bytes { .. } if options.binary_as_string => match options.string_type {
+            StringType::Utf8View => ArrowType::Utf8View,
+            StringType::LargeUtf8 => ArrowType::LargeUtf8,
+            StringType::Utf8 | StringType::FixedSizeBinary => ArrowType::Utf8,
+        },
+        ElementKind::Bytes { .. } => ArrowType::Binary,
         ElementKind::Primitive(t) => t.clone(),
     })
 }

@@ -254,3 +254,63 @@ async fn oversized_metadata_is_refused_before_reading() {
     let e = open_error(&dir).await;
     assert!(e.contains("more than max_metadata_bytes = 67108864"), "{e}");
 }
+
+/// A child array of a type we do not read, whose `bytes` codec names no byte order (raw bits,
+/// an extension zarrs lacks, as zarr-python writes single-byte types), is left out of its
+/// group's table; it was once refused as a multi-byte type, which failed the whole group.
+#[tokio::test]
+async fn a_child_of_a_type_we_do_not_read_leaves_its_group_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let group = dir.path();
+    std::fs::write(
+        group.join("zarr.json"),
+        json!({"zarr_format": 3, "node_type": "group"}).to_string(),
+    )
+    .unwrap();
+    let src = corpus().join("00_zarr_python_defaults_U7/data.zarr");
+    std::fs::create_dir_all(group.join("a/c")).unwrap();
+    std::fs::copy(src.join("c/0"), group.join("a/c/0")).unwrap();
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(src.join("zarr.json")).unwrap()).unwrap();
+    std::fs::write(group.join("a/zarr.json"), doc.to_string()).unwrap();
+    for (name, data_type, fill) in [
+        ("raw", json!("r16"), json!([0, 0])),
+        (
+            "ext",
+            json!({"name": "some.extension", "configuration": {"n": 1}}),
+            json!(0),
+        ),
+    ] {
+        let mut other = doc.clone();
+        other["data_type"] = data_type;
+        other["fill_value"] = fill;
+        other["codecs"] = json!([{"name": "bytes"}]);
+        std::fs::create_dir_all(group.join(name)).unwrap();
+        std::fs::write(group.join(name).join("zarr.json"), other.to_string()).unwrap();
+    }
+    let ctx = context();
+    let sql = format!("SELECT * FROM read_zarr('{}')", group.display());
+    let batches = query(&ctx, &sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let schema = batches[0].schema();
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(names, ["dim_0", "a"]);
+    let expected = corpus().join("00_zarr_python_defaults_U7/expected.json");
+    let want: Value = serde_json::from_str(&std::fs::read_to_string(expected).unwrap()).unwrap();
+    assert_eq!(
+        Value::Array(to_json(column(&batches, "a").as_ref())),
+        want["arrays"][0]["values"]
+    );
+    for (name, type_name) in [("raw", "r16"), ("ext", "some.extension")] {
+        let sql = format!("SELECT * FROM read_zarr('{}', '{name}')", group.display());
+        let e = match ctx.sql(&sql).await {
+            Ok(df) => df.collect().await.map(|_| ()).unwrap_err().to_string(),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            e.contains(&format!("unsupported data type {type_name}")),
+            "{sql}: {e}"
+        );
+    }
+}

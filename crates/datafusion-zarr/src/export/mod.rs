@@ -27,6 +27,7 @@ mod copy;
 mod delta;
 mod fixed_dictionary;
 mod numbers;
+mod parquet_types;
 mod prefetch;
 mod rle;
 mod strings;
@@ -386,6 +387,7 @@ async fn write_stream_to(
     parallelism: usize,
 ) -> Result<u64> {
     let atomic = AtomicTarget::new(target)?;
+    let stream = parquet_types::annotatable(stream);
     if !options.global.skip_arrow_metadata {
         options.arrow_schema(&stream.schema());
     }

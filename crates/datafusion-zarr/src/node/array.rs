@@ -33,6 +33,8 @@ pub(super) struct Parsed {
     pub(super) meta: ArrayMetadata,
     /// The document(s) as JSON.
     pub(super) doc: Value,
+    /// The element kind of a type zarrs was given as its storage (`numpy_types.rs`).
+    pub(super) kind: Option<ElementKind>,
 }
 
 /// Builds the node of the array at `path` from its parsed metadata, within `limits`.
@@ -44,6 +46,7 @@ pub(super) fn finish(parsed: Parsed, path: &str, limits: &Limits) -> Result<Arra
         dimension_names,
         meta,
         doc,
+        kind: mapped,
     } = parsed;
     let shape = match &meta {
         ArrayMetadata::V3(m) => m.shape.clone(),
@@ -76,7 +79,7 @@ pub(super) fn finish(parsed: Parsed, path: &str, limits: &Limits) -> Result<Arra
     let node_path = format!("/{path}");
     let (array, kind) = match ZarrsArray::new_with_metadata(Arc::new(()), &node_path, meta) {
         Ok(array) => {
-            let kind = element_kind(&array);
+            let kind = mapped.or_else(|| element_kind(&array));
             (kind.is_some().then(|| Arc::new(array)), kind)
         }
         // A data type zarrs does not know: the array is unsupported, which is an error only

@@ -5,12 +5,14 @@
 //! zarrs parses the metadata and builds the codec chain. What is ours, one room each:
 //! [`discover`] finds nodes and their children without listing chunks (the only I/O here);
 //! [`v3`] and [`v2`] turn one array's documents into zarrs metadata (the V2 `null` fill on
-//! `<U`, which zarrs rejects, included); [`validate`] holds the checks where the
+//! `<U`, which zarrs rejects, included); [`numpy_types`] NumPy's datetime, timedelta and `S`
+//! types, handed to zarrs as the storage it reads; [`validate`] holds the checks where the
 //! `fixed_length_utf32` specification and Zarr are stricter than zarr-python or zarrs;
 //! [`array`] builds the [`ArrayNode`]: the zarrs array, the element kind, the shard layout.
 
 mod array;
 mod discover;
+mod numpy_types;
 mod v2;
 mod v3;
 mod validate;
@@ -26,6 +28,7 @@ use crate::error::{Result, ZarrError};
 use crate::limits::Limits;
 
 pub(crate) use discover::open_node;
+pub(crate) use numpy_types::NAT;
 
 /// A zarrs array used for its metadata and codecs only: all I/O goes through [`ZarrStore`].
 pub type ZarrsArray = Array<()>;
@@ -40,7 +43,14 @@ pub enum ElementKind {
     },
     /// The variable-length `string` data type.
     String,
-    /// A fixed-size numeric or boolean type, held in native byte order.
+    /// NumPy's `S` (`null_terminated_bytes`, V2 `|S3`): `length_bytes` bytes per element, read
+    /// as `Binary` without their trailing NULs.
+    Bytes {
+        /// Bytes per element.
+        length_bytes: usize,
+    },
+    /// A fixed-size numeric, boolean or temporal type, held in native byte order. NumPy's
+    /// `datetime64`/`timedelta64` are `int64` in storage (NaT is null); `D` becomes `Date32`.
     Primitive(ArrowType),
 }
 

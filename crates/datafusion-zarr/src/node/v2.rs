@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 use zarrs::array::{ArrayMetadata, ArrayMetadataV2};
 
-use super::{ArrayNode, array, display_in, validate};
+use super::{ArrayNode, array, display_in, numpy_types, validate};
 use crate::error::{Result, ZarrError};
 use crate::limits::Limits;
 
@@ -53,7 +53,18 @@ pub(super) fn array(
         None => vec![None; shape_len],
     };
     validate::codec_configurations(&display, zarray.get("filters"), shape_len)?;
-    let meta: ArrayMetadataV2 = serde_json::from_value(zarray.clone())
+    // zarrs is given the storage of a NumPy type it does not read as we map it.
+    let fill = zarray.get("fill_value").cloned().unwrap_or(Value::Null);
+    let mut for_zarrs = zarray.clone();
+    let kind = match numpy_types::v2(&display, &data_type_name, &fill)? {
+        Some(mapped) => mapped.read.map(|storage| {
+            for_zarrs["dtype"] = storage.data_type;
+            for_zarrs["fill_value"] = storage.fill_value;
+            storage.kind
+        }),
+        None => None,
+    };
+    let meta: ArrayMetadataV2 = serde_json::from_value(for_zarrs)
         .map_err(|e| ZarrError::metadata(&display, format!("invalid .zarray: {e}")))?;
     let mut doc = zarray;
     doc["attributes"] = attributes;
@@ -64,6 +75,7 @@ pub(super) fn array(
         dimension_names,
         meta: ArrayMetadata::V2(meta),
         doc,
+        kind,
     };
     array::finish(parsed, path, limits)
 }

@@ -3,7 +3,7 @@
 use serde_json::Value;
 use zarrs::array::{ArrayMetadata, ArrayMetadataV3};
 
-use super::{ArrayNode, array, display_in, validate};
+use super::{ArrayNode, array, display_in, numpy_types, validate};
 use crate::error::{Result, ZarrError};
 use crate::limits::Limits;
 
@@ -17,8 +17,9 @@ pub(super) fn array(
     let display = display_in(location, path);
     let data_type = doc
         .get("data_type")
+        .cloned()
         .ok_or_else(|| ZarrError::metadata(&display, "array metadata has no data_type"))?;
-    let data_type_name = match data_type {
+    let data_type_name = match &data_type {
         Value::String(s) => s.clone(),
         Value::Object(o) => o
             .get("name")
@@ -31,7 +32,11 @@ pub(super) fn array(
     if data_type_name == "fixed_length_utf32" {
         validate::fixed_length_utf32_v3(&display, &doc)?;
     }
-    if !matches!(data_type_name.as_str(), "bool" | "int8" | "uint8") {
+    let fill = doc.get("fill_value").cloned().unwrap_or(Value::Null);
+    let mapped = numpy_types::v3(&display, &data_type, &fill)?;
+    // Only the types we read need the rule: another type (an extension zarrs lacks, with
+    // single-byte elements) leaves its array unsupported, not its group unreadable.
+    if MULTI_BYTE.contains(&data_type_name.as_str()) {
         validate::bytes_endian(&display, doc.get("codecs"))?;
     }
     numcodecs_filters_in_byte_order(&display, doc.get_mut("codecs"))?;
@@ -40,7 +45,20 @@ pub(super) fn array(
         .and_then(Value::as_array)
         .map_or(0, Vec::len);
     validate::codec_configurations(&display, doc.get("codecs"), rank)?;
-    let meta: ArrayMetadataV3 = serde_json::from_value(doc.clone())
+    // zarrs is given the storage of a NumPy type it does not read as we map it.
+    let mut for_zarrs = doc.clone();
+    let (data_type_name, kind) = match mapped {
+        Some(mapped) => match mapped.read {
+            Some(storage) => {
+                for_zarrs["data_type"] = storage.data_type;
+                for_zarrs["fill_value"] = storage.fill_value;
+                (mapped.name, Some(storage.kind))
+            }
+            None => (mapped.name, None),
+        },
+        None => (data_type_name, None),
+    };
+    let meta: ArrayMetadataV3 = serde_json::from_value(for_zarrs)
         .map_err(|e| ZarrError::metadata(&display, format!("invalid array metadata: {e}")))?;
     let dimension_names = match &meta.dimension_names {
         Some(names) => names.clone(),
@@ -53,9 +71,27 @@ pub(super) fn array(
         dimension_names,
         meta: ArrayMetadata::V3(meta),
         doc,
+        kind,
     };
     array::finish(parsed, path, limits)
 }
+
+/// The data types we read whose elements span several bytes: their `bytes` codec must name
+/// its byte order.
+const MULTI_BYTE: [&str; 12] = [
+    "int16",
+    "int32",
+    "int64",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "fixed_length_utf32",
+    "numpy.datetime64",
+    "numpy.timedelta64",
+];
 
 /// numcodecs' filters that we decode as bytes (`codecs/plugin.rs`).
 const NUMCODECS_FILTERS: [&str; 7] = [

@@ -4,7 +4,9 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow::array::{ArrayData, ArrayRef, BooleanArray, StringArray, make_array};
+use arrow::array::{
+    ArrayData, ArrayRef, AsArray, BinaryArray, BooleanArray, Date32Array, StringArray, make_array,
+};
 use arrow::buffer::{MutableBuffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::DataType as ArrowType;
 
@@ -109,25 +111,79 @@ pub(crate) fn to_arrow(
             })?;
             Ok(Arc::new(a))
         }
+        (ElementKind::Bytes { .. }, Elements::Fixed { bytes, size }) => {
+            let input = &bytes[rows.start * size..rows.end * size];
+            let fail = |message: String| ZarrError::Chunk {
+                array: node.display.clone(),
+                chunk: locate(rows.start).0,
+                message,
+            };
+            let binary = byte_strings(input, *size, options.fill_as_null.then_some(fill))
+                .ok_or_else(|| {
+                    fail("a batch holds more than 2 GiB of bytes; use a smaller batch size".into())
+                })?;
+            if *data_type == ArrowType::Binary {
+                return Ok(binary);
+            }
+            // binary_as_string: arrow's cast checks the UTF-8 (unsafe: an error, not NULL).
+            let checked = arrow::compute::CastOptions {
+                safe: false,
+                ..Default::default()
+            };
+            arrow::compute::cast_with_options(&binary, data_type, &checked).map_err(|e| {
+                let bad = binary.as_binary::<i32>().iter().position(|element| {
+                    element.is_some_and(|bytes| std::str::from_utf8(bytes).is_err())
+                });
+                match bad {
+                    Some(index) => {
+                        let (chunk, index) = locate(rows.start + index);
+                        ZarrError::Chunk {
+                            array: node.display.clone(),
+                            chunk,
+                            message: format!(
+                                "element {index} is not UTF-8, which binary_as_string needs"
+                            ),
+                        }
+                    }
+                    None => fail(format!("binary_as_string: {e}")),
+                }
+            })
+        }
         (ElementKind::Primitive(_), Elements::Fixed { bytes, size }) => {
             let t = data_type;
             let input = &bytes[rows.start * size..rows.end * size];
-            let nulls = if options.fill_as_null {
+            let temporal = is_temporal(t);
+            let nulls = if options.fill_as_null || temporal {
                 let nan_fill = is_nan(t, fill);
-                Some(NullBuffer::from(
-                    input
-                        .chunks_exact(*size)
-                        .map(|e| !(e == fill || (nan_fill && is_nan(t, e))))
-                        .collect::<Vec<bool>>(),
-                ))
+                let nat = crate::node::NAT.to_ne_bytes();
+                let fill = options.fill_as_null.then_some(fill);
+                let null = |e: &[u8]| {
+                    Some(e) == fill || (nan_fill && is_nan(t, e)) || (temporal && e == nat)
+                };
+                let valid: Vec<bool> = input.chunks_exact(*size).map(|e| !null(e)).collect();
+                Some(NullBuffer::from(valid))
             } else {
                 None
             };
-            primitive(t, input, rows.len(), nulls).map_err(|e| ZarrError::Chunk {
+            let fail = |message: String| ZarrError::Chunk {
                 array: node.display.clone(),
                 chunk: locate(rows.start).0,
-                message: e.to_string(),
-            })
+                message,
+            };
+            if *t == ArrowType::Date32 {
+                return days(input, nulls).map_err(|index| {
+                    let (chunk, index) = locate(rows.start + index);
+                    ZarrError::Chunk {
+                        array: node.display.clone(),
+                        chunk,
+                        message: format!(
+                            "element {index}: a datetime64[D] beyond the days Date32 holds \
+                             (±2^31 from 1970)"
+                        ),
+                    }
+                });
+            }
+            primitive(t, input, rows.len(), nulls).map_err(|e| fail(e.to_string()))
         }
         _ => Err(ZarrError::Chunk {
             array: node.display.clone(),
@@ -135,6 +191,55 @@ pub(crate) fn to_arrow(
             message: "decoded elements do not match the data type".into(),
         }),
     }
+}
+
+/// Whether `t` is one of the types NumPy's `datetime64`/`timedelta64` map to, whose NaT is
+/// null.
+fn is_temporal(t: &ArrowType) -> bool {
+    matches!(
+        t,
+        ArrowType::Timestamp(..) | ArrowType::Duration(_) | ArrowType::Date32
+    )
+}
+
+/// NumPy `S` elements of `width` bytes as `Binary`, each without its trailing NULs (as NumPy
+/// returns them; an inner NUL is kept), null where the element is `fill`. `None` when the
+/// bytes overflow `i32` offsets.
+fn byte_strings(input: &[u8], width: usize, fill: Option<&[u8]>) -> Option<ArrayRef> {
+    let len = input.len() / width.max(1);
+    let mut offsets: Vec<i32> = Vec::with_capacity(len + 1);
+    let mut values: Vec<u8> = Vec::with_capacity(input.len());
+    offsets.push(0);
+    let mut valid = Vec::with_capacity(if fill.is_some() { len } else { 0 });
+    for element in input.chunks_exact(width) {
+        let end = element.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        values.extend_from_slice(&element[..end]);
+        offsets.push(i32::try_from(values.len()).ok()?);
+        if let Some(fill) = fill {
+            valid.push(element != fill);
+        }
+    }
+    let nulls = fill.map(|_| NullBuffer::from(valid));
+    let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+    Some(Arc::new(BinaryArray::new(offsets, values.into(), nulls)))
+}
+
+/// NumPy `datetime64[D]` (days in `i64`) as `Date32`, or the index of the first day beyond
+/// `i32`.
+fn days(input: &[u8], nulls: Option<NullBuffer>) -> std::result::Result<ArrayRef, usize> {
+    let mut out = Vec::with_capacity(input.len() / 8);
+    for (index, element) in input.chunks_exact(8).enumerate() {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(element);
+        let day = i64::from_ne_bytes(b);
+        let is_null = nulls.as_ref().is_some_and(|n| n.is_null(index));
+        out.push(match i32::try_from(day) {
+            Ok(day) => day,
+            Err(_) if is_null => 0,
+            Err(_) => return Err(index),
+        });
+    }
+    Ok(Arc::new(Date32Array::new(out.into(), nulls)))
 }
 
 fn is_nan(t: &ArrowType, bytes: &[u8]) -> bool {
