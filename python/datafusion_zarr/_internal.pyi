@@ -37,6 +37,10 @@ class ZarrTable:
         fill_as_null: read elements equal to the fill value as NULL.
         binary_as_string: read NumPy ``S`` (null-terminated bytes) arrays as strings, checked
             as UTF-8, instead of ``binary``.
+        decode_cf: decode numbers as their CF attributes ask, as xarray does (default True):
+            times (``units: "hours since 2000-01-01"``) and xarray's timedeltas become
+            timestamps and durations, packed numbers (``scale_factor``, ``add_offset``) become
+            float64 with ``_FillValue``/``missing_value`` as null.
         arrays: for a group, the arrays that form the value columns, in this order.
         max_chunk_bytes: the largest decoded chunk (or shard) accepted, in bytes.
         max_metadata_bytes: the largest metadata document accepted, in bytes.
@@ -57,6 +61,7 @@ class ZarrTable:
         invalid_utf32: Literal["error", "replace", "null"] = ...,
         fill_as_null: bool = ...,
         binary_as_string: bool = ...,
+        decode_cf: bool = ...,
         arrays: list[str] | str | None = ...,
         max_chunk_bytes: int = ...,
         max_metadata_bytes: int = ...,

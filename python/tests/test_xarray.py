@@ -32,3 +32,49 @@ def test_xarray_string_coordinate(ctx, tmp_path, zarr_format: int) -> None:
     want = sorted(str(n) for n in back["name"].values if n.startswith("Z") or n == "")
     assert got.column("name").to_pylist() == want
     assert len(want) == 20
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_cf_encodings_read_as_xarray_decodes_them(ctx, tmp_path, zarr_format: int) -> None:
+    """A packed temperature (int16 with scale_factor, add_offset, _FillValue) over an hourly time
+    coordinate: the table equals xarray's to_dataframe (NaN where xarray masks, NULL here)."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(11)
+    temp = rng.normal(283, 12, size=(72, 5))
+    temp[rng.random(temp.shape) < 0.1] = np.nan
+    ds = xr.Dataset(
+        {"temp": (("time", "station"), temp)},
+        coords={
+            "time": pd.date_range("1969-12-30", periods=72, freq="h"),
+            "station": np.array([f"s{i}" for i in range(5)]),
+        },
+    )
+    encoding = {
+        "temp": {"dtype": "int16", "scale_factor": 0.05, "add_offset": 280.0, "_FillValue": -32768,
+                 "chunks": (24, 5)},
+        "time": {"units": "hours since 1970-01-01", "dtype": "int64"},
+    }
+    path = tmp_path / "cf.zarr"
+    ds.to_zarr(path, zarr_format=zarr_format, consolidated=zarr_format == 2, encoding=encoding)
+    want = xr.open_zarr(path, consolidated=zarr_format == 2).load().to_dataframe().reset_index()
+
+    got = ctx.sql(
+        f"SELECT time, station, temp FROM read_zarr('{path}') ORDER BY time, station"
+    ).to_pandas()
+    assert len(got) == 72 * 5
+    assert (got["time"].to_numpy().astype("M8[ns]") == want["time"].to_numpy()).all()
+    assert got["station"].tolist() == want["station"].tolist()
+    assert got["temp"].isna().tolist() == want["temp"].isna().tolist()
+    assert got["temp"].fillna(0).tolist() == want["temp"].fillna(0).tolist()
+    assert want["temp"].isna().sum() > 0
+
+    # A time predicate compares times; decode_cf=false reads the stored numbers.
+    n = ctx.sql(
+        f"SELECT count(*) AS n FROM read_zarr('{path}') WHERE time >= TIMESTAMP '1970-01-01 00:00:00'"
+    ).to_pydict()["n"][0]
+    assert n == int((want["time"] >= pd.Timestamp("1970-01-01")).sum())
+    stored = ctx.sql(
+        f"SELECT DISTINCT time FROM read_zarr('{path}', '', 'decode_cf', 'false') ORDER BY time"
+    ).to_pydict()["time"]
+    assert stored == list(range(-48, 24))

@@ -85,6 +85,10 @@ pub struct ZarrOptions {
     /// Read NumPy `S` (`null_terminated_bytes`) columns as strings of `string_type` (checked
     /// UTF-8), not `Binary`: DataFusion's Parquet option of that name.
     pub binary_as_string: bool,
+    /// Decode numbers as their CF attributes ask, as xarray does by default: times
+    /// (`units: "days since …"`) and xarray's timedeltas, packed numbers (`scale_factor`,
+    /// `add_offset`) with `_FillValue`/`missing_value` as NULL.
+    pub decode_cf: bool,
     /// For a group: the arrays that form the value columns, in this order.
     pub arrays: Option<Vec<String>>,
     /// Largest decoded chunk (or shard) accepted, in bytes.
@@ -110,6 +114,7 @@ impl Default for ZarrOptions {
             invalid_utf32: InvalidUtf32::default(),
             fill_as_null: false,
             binary_as_string: false,
+            decode_cf: true,
             arrays: None,
             max_chunk_bytes: 1 << 30,
             max_metadata_bytes: 64 << 20,
@@ -131,6 +136,7 @@ pub const OPTION_KEYS: &[&str] = &[
     "invalid_utf32",
     "fill_as_null",
     "binary_as_string",
+    "decode_cf",
     "arrays",
     "max_chunk_bytes",
     "max_metadata_bytes",
@@ -164,6 +170,7 @@ impl ZarrOptions {
             ),
             ("fill_as_null".into(), self.fill_as_null.to_string()),
             ("binary_as_string".into(), self.binary_as_string.to_string()),
+            ("decode_cf".into(), self.decode_cf.to_string()),
             ("max_chunk_bytes".into(), self.max_chunk_bytes.to_string()),
             (
                 "max_metadata_bytes".into(),
@@ -193,6 +200,7 @@ impl ZarrOptions {
             "invalid_utf32" => self.invalid_utf32 = parse_invalid_utf32(value)?,
             "fill_as_null" => self.fill_as_null = parse_bool(key, value)?,
             "binary_as_string" => self.binary_as_string = parse_bool(key, value)?,
+            "decode_cf" => self.decode_cf = parse_bool(key, value)?,
             "arrays" => {
                 let names: Vec<String> = value
                     .split(',')

@@ -350,6 +350,9 @@ fn arrow_type(array: &ArrayNode, options: &ZarrOptions) -> Result<ArrowType> {
             StringType::Utf8 | StringType::FixedSizeBinary => ArrowType::Utf8,
         },
         ElementKind::Bytes { .. } => ArrowType::Binary,
-        ElementKind::Primitive(t) => t.clone(),
+        ElementKind::Primitive(t) => match &array.cf {
+            Some(cf) if options.decode_cf => cf.arrow_type(),
+            _ => t.clone(),
+        },
     })
 }

@@ -820,3 +820,74 @@ async fn numpy_datetime_timedelta_and_bytes_v2_and_v3() {
         assert_eq!(columns["hours"][0], json!(438293), "the fixture's hours");
     }
 }
+
+/// xarray's CF encodings, V3 and consolidated V2, read as xarray decodes them (`decode_cf`, on
+/// by default): the time coordinate and a float time as `Timestamp(µs)` (NaT as NULL), a
+/// timedelta as `Duration(s)`, packed int16 as `Float64` with the `_FillValue` as NULL; a
+/// 360-day calendar keeps its numbers. With `decode_cf` off every column is as stored.
+#[tokio::test]
+async fn cf_times_timedeltas_and_packed_numbers_as_xarray_decodes_them() {
+    let exp = expected();
+    for (store, columns) in exp["cf"].as_object().unwrap() {
+        let location = fixture(store);
+        let ctx = context();
+        let sql = format!(
+            "SELECT arrow_typeof(time) AS time, arrow_typeof(\"when\") AS \"when\", \
+                    arrow_typeof(lead) AS lead, arrow_typeof(model_day) AS model_day \
+             FROM read_zarr('{location}', '', 'arrays', 'lead,when,model_day') LIMIT 1"
+        );
+        let batches = query(&ctx, &sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let types: Vec<Value> = ["time", "when", "lead", "model_day"]
+            .iter()
+            .flat_map(|c| to_json(column(&batches, c).as_ref()))
+            .collect();
+        assert_eq!(
+            Value::Array(types),
+            json!(["Timestamp(µs)", "Timestamp(µs)", "Duration(s)", "Int64"]),
+            "{store}"
+        );
+        let sql = format!(
+            "SELECT arrow_cast(time, 'Int64') AS time, arrow_cast(\"when\", 'Int64') AS \"when\", \
+                    arrow_cast(lead, 'Int64') AS lead, model_day \
+             FROM read_zarr('{location}', '', 'arrays', 'lead,when,model_day')"
+        );
+        let batches = query(&ctx, &sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        for name in ["time", "when", "lead", "model_day"] {
+            let got = to_json(column(&batches, name).as_ref());
+            assert_eq!(Value::Array(got), columns[name], "{store}: {name}");
+        }
+        // The 2-D table: temp unpacked, in time-major order, filtered by time as a time.
+        let sql = format!(
+            "SELECT temp, arrow_typeof(temp) AS t FROM read_zarr('{location}', '', 'arrays', 'temp')"
+        );
+        let batches = query(&ctx, &sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        assert_eq!(
+            Value::Array(to_json(column(&batches, "temp").as_ref())),
+            columns["temp"],
+            "{store}"
+        );
+        assert_eq!(to_json(column(&batches, "t").as_ref())[0], json!("Float64"));
+        let sql = format!(
+            "SELECT count(*) AS n FROM read_zarr('{location}', '', 'arrays', 'temp') \
+             WHERE time >= TIMESTAMP '2000-01-01 06:00:00' AND temp IS NOT NULL"
+        );
+        // Times from 06:00: rows 2, 3, 4, 6 and 7 (row 5 is NaT); temp is masked for one of
+        // the two stations at even rows.
+        assert_eq!(values(&sql, "n").await, vec![json!(7)], "{sql}");
+        // decode_cf off: the stored numbers.
+        let sql = format!(
+            "SELECT time FROM read_zarr('{location}', '', 'arrays', 'lead', 'decode_cf', 'false')"
+        );
+        assert_eq!(
+            Value::Array(values(&sql, "time").await),
+            columns["time_stored"],
+            "{sql}"
+        );
+    }
+}

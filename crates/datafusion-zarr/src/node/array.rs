@@ -14,7 +14,7 @@ use zarrs::array::{ArrayCreateError, ArrayMetadata, ArrayMetadataV3, DataType};
 use zarrs::metadata_ext::chunk_grid::regular::RegularChunkGridConfiguration;
 use zarrs::metadata_ext::codec::sharding::ShardingCodecConfiguration;
 
-use super::{ArrayNode, ElementKind, InnerChunks, ZarrsArray, array_name, validate};
+use super::{ArrayNode, ElementKind, InnerChunks, ZarrsArray, array_name, cf, validate};
 use crate::codecs::shard_index::ShardIndexLayout;
 use crate::error::{Result, ZarrError};
 use crate::limits::{Limits, VARIABLE_ELEMENT_BYTES};
@@ -103,6 +103,15 @@ pub(super) fn finish(parsed: Parsed, path: &str, limits: &Limits) -> Result<Arra
         Some((layout, inner)) => (Some(layout), inner.map(Arc::new)),
         None => (None, None),
     };
+    // xarray keeps a V2 array's `_FillValue` in its `fill_value`.
+    let attributes = doc.get("attributes").and_then(Value::as_object);
+    let v2_fill = match attributes {
+        Some(a) if zarr_format == 2 && a.contains_key("_ARRAY_DIMENSIONS") => {
+            doc.get("fill_value").filter(|f| !f.is_null())
+        }
+        _ => None,
+    };
+    let cf = attributes.and_then(|a| cf::decoding(kind.as_ref(), a, v2_fill));
     Ok(ArrayNode {
         display,
         path: path.to_string(),
@@ -116,6 +125,7 @@ pub(super) fn finish(parsed: Parsed, path: &str, limits: &Limits) -> Result<Arra
         metadata: doc,
         shard_index,
         inner,
+        cf,
     })
 }
 

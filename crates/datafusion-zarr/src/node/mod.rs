@@ -8,9 +8,11 @@
 //! `<U`, which zarrs rejects, included); [`numpy_types`] NumPy's datetime, timedelta and `S`
 //! types, handed to zarrs as the storage it reads; [`validate`] holds the checks where the
 //! `fixed_length_utf32` specification and Zarr are stricter than zarr-python or zarrs;
+//! [`cf`] reads the CF conventions of its attributes (times, packed numbers);
 //! [`array`] builds the [`ArrayNode`]: the zarrs array, the element kind, the shard layout.
 
 mod array;
+pub mod cf;
 mod discover;
 mod numpy_types;
 mod v2;
@@ -81,6 +83,8 @@ pub struct ArrayNode {
     pub shard_index: Option<ShardIndexLayout>,
     /// For arrays whose only codec is `sharding_indexed`: how to read single inner chunks.
     pub inner: Option<Arc<InnerChunks>>,
+    /// What the CF attributes ask of the stored numbers (applied under `decode_cf`).
+    pub cf: Option<cf::CfDecoding>,
 }
 
 /// How to read the inner chunks of a sharded array one at a time (byte ranges of a shard).

@@ -149,8 +149,8 @@ pub(crate) fn to_arrow(
                 }
             })
         }
-        (ElementKind::Primitive(_), Elements::Fixed { bytes, size }) => {
-            let t = data_type;
+        (ElementKind::Primitive(stored), Elements::Fixed { bytes, size }) => {
+            let t = stored;
             let input = &bytes[rows.start * size..rows.end * size];
             let temporal = is_temporal(t);
             let nulls = if options.fill_as_null || temporal {
@@ -183,7 +183,26 @@ pub(crate) fn to_arrow(
                     }
                 });
             }
-            primitive(t, input, rows.len(), nulls).map_err(|e| fail(e.to_string()))
+            let raw = primitive(t, input, rows.len(), nulls).map_err(|e| fail(e.to_string()))?;
+            if data_type == t {
+                return Ok(raw);
+            }
+            let Some(cf) = node.cf.as_ref().filter(|cf| cf.arrow_type() == *data_type) else {
+                return Err(ZarrError::internal(format!(
+                    "converting {t} to {data_type}, which the table model does not map it to"
+                )));
+            };
+            super::cf::decode(&raw, cf).map_err(|failure| match failure.index {
+                Some(index) => {
+                    let (chunk, index) = locate(rows.start + index);
+                    ZarrError::Chunk {
+                        array: node.display.clone(),
+                        chunk,
+                        message: format!("element {index}: {}", failure.message),
+                    }
+                }
+                None => fail(failure.message),
+            })
         }
         _ => Err(ZarrError::Chunk {
             array: node.display.clone(),

@@ -10,6 +10,7 @@
 //! [`ordered`] (one partition in index order from several decoding lanes), [`file_scan`] (the
 //! scan as a `DataSourceExec` a cluster divides among its executors).
 
+mod cf;
 mod convert;
 mod coordinates;
 mod dynamic;
