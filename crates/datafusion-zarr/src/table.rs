@@ -228,8 +228,19 @@ impl TableModel {
             let coordinate = first.dimension_names[dim].as_ref().and_then(|d| {
                 coordinates
                     .iter()
-                    .find(|c| &c.name == d && c.shape[0] == *len && !value_names.contains(&c.name))
+                    .find(|c| &c.name == d && !value_names.contains(&c.name))
             });
+            // xarray refuses such a dataset ("conflicting sizes for dimension"); an index
+            // column under the coordinate's name would pass for its values.
+            if let Some(c) = coordinate.filter(|c| c.shape[0] != *len) {
+                return Err(ZarrError::metadata(
+                    &group.display,
+                    format!(
+                        "coordinate {} has {} values, but dimension {} of array {} has {len}",
+                        c.name, c.shape[0], c.name, first.name
+                    ),
+                ));
+            }
             match coordinate {
                 Some(c) => columns.push(Column {
                     name: c.name.clone(),

@@ -314,3 +314,49 @@ async fn a_child_of_a_type_we_do_not_read_leaves_its_group_readable() {
         );
     }
 }
+
+/// A coordinate whose length is not its dimension's: xarray refuses the dataset; an index
+/// column under the coordinate's name would pass for its values. The array alone still reads.
+#[tokio::test]
+async fn a_coordinate_of_another_length_than_its_dimension_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let group = dir.path();
+    let array = |shape: u64, dtype: &str| {
+        json!({"zarr_format": 3, "node_type": "array", "shape": [shape],
+               "data_type": dtype, "fill_value": 0, "dimension_names": ["time"],
+               "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+               "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+               "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]})
+    };
+    let write = |path: &str, doc: Value| {
+        std::fs::create_dir_all(group.join(path)).unwrap();
+        std::fs::write(group.join(path).join("zarr.json"), doc.to_string()).unwrap();
+    };
+    write("", json!({"zarr_format": 3, "node_type": "group"}));
+    write("time", array(5, "int64"));
+    write("v", array(4, "float64"));
+    let e = open_error_at(group, "").await;
+    assert!(
+        e.contains("coordinate time has 5 values, but dimension time of array v has 4"),
+        "{e}"
+    );
+    let ctx = context();
+    let sql = format!(
+        "SELECT count(*) AS n FROM read_zarr('{}', 'v')",
+        group.display()
+    );
+    let batches = query(&ctx, &sql).await.unwrap();
+    assert_eq!(to_json(column(&batches, "n").as_ref()), vec![json!(4)]);
+}
+
+async fn open_error_at(store: &std::path::Path, path: &str) -> String {
+    let ctx = context();
+    let sql = format!("SELECT * FROM read_zarr('{}', '{path}')", store.display());
+    match ctx.sql(&sql).await {
+        Ok(df) => match df.collect().await {
+            Ok(_) => panic!("{sql} should fail"),
+            Err(e) => e.to_string(),
+        },
+        Err(e) => e.to_string(),
+    }
+}
