@@ -4,7 +4,7 @@
 //! int64 times at the smallest int64 (how xarray writes NaT).
 
 use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array, make_array};
-use arrow::buffer::NullBuffer;
+use arrow::buffer::{BooleanBuffer, NullBuffer};
 use arrow::compute::{CastOptions, cast_with_options};
 use arrow::datatypes::{DataType, Float64Type, Int64Type};
 
@@ -28,14 +28,21 @@ pub(crate) fn decode(raw: &ArrayRef, cf: &CfDecoding) -> Result<ArrayRef, Failur
     };
     let floats = cast_with_options(raw, &DataType::Float64, &exact).map_err(failure)?;
     let floats = floats.as_primitive::<Float64Type>();
-    let valid: Vec<bool> = (0..raw.len())
-        .map(|i| raw.is_valid(i) && !cf.missing.contains(&floats.value(i)))
-        .collect();
+    // Valid: not NULL already, and not a value named missing (64 elements per word).
+    let stored = floats.values();
+    let nulls = floats.nulls();
+    let valid = match (nulls, cf.missing.is_empty()) {
+        (Some(nulls), true) => nulls.inner().clone(),
+        (None, true) => BooleanBuffer::new_set(raw.len()),
+        _ => BooleanBuffer::collect_bool(raw.len(), |i| {
+            nulls.is_none_or(|n| n.is_valid(i)) && !cf.missing.contains(&stored[i])
+        }),
+    };
     let (step, epoch) = match cf.kind {
         CfKind::Scale { scale, offset } => {
-            let values = floats.values().iter().map(|v| v * scale + offset);
-            let nulls = NullBuffer::from(valid);
-            let decoded = Float64Array::new(values.collect(), Some(nulls));
+            // arrow's `unary` writes through a trusted-length iterator: vectorised.
+            let decoded: Float64Array = floats.unary(|v| v * scale + offset);
+            let decoded = Float64Array::new(decoded.values().clone(), Some(NullBuffer::new(valid)));
             return Ok(std::sync::Arc::new(decoded));
         }
         CfKind::Time { step, epoch, .. } => (step, epoch),
@@ -49,41 +56,43 @@ pub(crate) fn decode(raw: &ArrayRef, cf: &CfDecoding) -> Result<ArrayRef, Failur
             cf.arrow_type()
         ),
     };
-    let mut valid = valid;
-    let mut values: Vec<i64> = Vec::with_capacity(raw.len());
-    if raw.data_type().is_floating() {
-        for (i, &v) in floats.values().iter().enumerate() {
-            if !valid[i] || v.is_nan() {
-                valid[i] = false;
-                values.push(0);
-                continue;
-            }
+    let values: Vec<i64>;
+    let valid = if raw.data_type().is_floating() {
+        let valid =
+            BooleanBuffer::collect_bool(raw.len(), |i| valid.value(i) && !stored[i].is_nan());
+        let mut out = Vec::with_capacity(raw.len());
+        for (i, &v) in stored.iter().enumerate() {
             let t = (v * step as f64).round() + epoch as f64;
             // Both bounds are powers of two, exact in f64.
-            if !(-(2f64.powi(63))..2f64.powi(63)).contains(&t) {
+            let in_range = (-(2f64.powi(63))..2f64.powi(63)).contains(&t);
+            if valid.value(i) && !in_range {
                 return Err(out_of_range(i));
             }
-            values.push(t as i64);
+            out.push(if in_range { t as i64 } else { 0 });
         }
+        values = out;
+        valid
     } else {
         let ints = cast_with_options(raw, &DataType::Int64, &exact).map_err(failure)?;
-        let ints = ints.as_primitive::<Int64Type>();
+        let ints = ints.as_primitive::<Int64Type>().values();
         // xarray writes NaT as the smallest int64, with no _FillValue.
         let nat = *raw.data_type() == DataType::Int64;
-        for (i, &v) in ints.values().iter().enumerate() {
-            if nat && v == i64::MIN {
-                valid[i] = false;
-            }
-            if !valid[i] {
-                values.push(0);
-                continue;
-            }
+        let valid = BooleanBuffer::collect_bool(raw.len(), |i| {
+            valid.value(i) && !(nat && ints[i] == i64::MIN)
+        });
+        let mut out = Vec::with_capacity(raw.len());
+        for (i, &v) in ints.iter().enumerate() {
             let t = v.checked_mul(step).and_then(|t| t.checked_add(epoch));
-            values.push(t.ok_or_else(|| out_of_range(i))?);
+            match t {
+                Some(t) => out.push(t),
+                None if valid.value(i) => return Err(out_of_range(i)),
+                None => out.push(0),
+            }
         }
-    }
-    let nulls = NullBuffer::from(valid);
-    let data = Int64Array::new(values.into(), Some(nulls))
+        values = out;
+        valid
+    };
+    let data = Int64Array::new(values.into(), Some(NullBuffer::new(valid)))
         .into_data()
         .into_builder()
         .data_type(cf.arrow_type())
