@@ -1,4 +1,4 @@
-"""NumPy's datetime64, timedelta64 and S (null-terminated bytes) arrays, written by zarr-python
+"""NumPy's datetime64, timedelta64, S (null-terminated bytes) and variable-length bytes arrays, written by zarr-python
 in Zarr V2 and V3: read_zarr gives what pyarrow makes of the same NumPy arrays (NaT as null,
 datetime64[D] as date32), S elements as NumPy returns them (trailing NULs removed), and
 to_parquet writes files pyarrow reads back as the same values."""
@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zarr
+from zarr.core.dtype import VariableLengthBytes
 
 import datafusion_zarr
 
@@ -30,6 +31,8 @@ def write(path: Path, zarr_format: int) -> zarr.Group:
     for name, values in TEMPORAL.items():
         group.create_array(name, shape=values.shape, chunks=(4,), dtype=values.dtype)[:] = values
     group.create_array("code", shape=CODES.shape, chunks=(4,), dtype="S5")[:] = CODES
+    blobs = group.create_array("blob", shape=CODES.shape, chunks=(4,), dtype=VariableLengthBytes())
+    blobs[:] = np.array([bytes(range(i * 7 % 256, i * 7 % 256 + i % 5)) for i in range(15)], dtype=object)
     return group
 
 
@@ -47,6 +50,8 @@ def test_read_as_pyarrow_converts_numpy(ctx, tmp_path: Path, zarr_format: int) -
     assert got.column("code").type == pa.binary()
     assert got.column("code").to_pylist() == group["code"][:].tolist()
     assert got.column("code").to_pylist()[2] == b"A\x00B"
+    assert got.column("blob").type == pa.binary()
+    assert got.column("blob").to_pylist() == group["blob"][:].tolist()
 
     strings = datafusion_zarr.ZarrTable(str(path), "code", binary_as_string=True)
     ctx.register_table("codes", strings)
@@ -68,3 +73,4 @@ def test_to_parquet_keeps_the_values(tmp_path: Path, zarr_format: int) -> None:
         want = pa.array(read.astype(read.dtype.newbyteorder("=")))
         assert back.column(name).combine_chunks().equals(want), name
     assert back.column("code").to_pylist() == group["code"][:].tolist()
+    assert back.column("blob").to_pylist() == group["blob"][:].tolist()

@@ -355,12 +355,14 @@ fn arrow_type(array: &ArrayNode, options: &ZarrOptions) -> Result<ArrowType> {
             }
         },
         ElementKind::String => ArrowType::Utf8,
-        ElementKind::Bytes { .. } if options.binary_as_string => match options.string_type {
-            StringType::Utf8View => ArrowType::Utf8View,
-            StringType::LargeUtf8 => ArrowType::LargeUtf8,
-            StringType::Utf8 | StringType::FixedSizeBinary => ArrowType::Utf8,
-        },
-        ElementKind::Bytes { .. } => ArrowType::Binary,
+        ElementKind::Bytes { .. } | ElementKind::VariableBytes if options.binary_as_string => {
+            match options.string_type {
+                StringType::Utf8View => ArrowType::Utf8View,
+                StringType::LargeUtf8 => ArrowType::LargeUtf8,
+                StringType::Utf8 | StringType::FixedSizeBinary => ArrowType::Utf8,
+            }
+        }
+        ElementKind::Bytes { .. } | ElementKind::VariableBytes => ArrowType::Binary,
         ElementKind::Primitive(t) => match &array.cf {
             Some(cf) if options.decode_cf => cf.arrow_type(),
             _ => t.clone(),

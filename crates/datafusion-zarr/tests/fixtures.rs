@@ -706,9 +706,9 @@ async fn child_arrays_with_unusual_names() {
     }
 }
 
-/// NumPy's datetime64, timedelta64 and `S` arrays, V2 and V3, read as pyarrow maps them:
-/// each element's int64 (NaT is NULL) and the bytes zarr-python returns (trailing NULs
-/// removed), against what zarr-python read when it wrote the fixture. A datetime64[h] has no
+/// NumPy's datetime64, timedelta64, `S` and variable-length bytes arrays, V2 and V3, read as
+/// pyarrow maps them: each element's int64 (NaT is NULL) and the bytes zarr-python returns
+/// (trailing NULs removed), against what zarr-python read when it wrote the fixture. A datetime64[h] has no
 /// Arrow type: it is left out of the group table and refused by name when asked for.
 #[tokio::test]
 async fn numpy_datetime_timedelta_and_bytes_v2_and_v3() {
@@ -725,13 +725,13 @@ async fn numpy_datetime_timedelta_and_bytes_v2_and_v3() {
         let sql = format!(
             "SELECT arrow_typeof(ts_ns) AS ts_ns, arrow_typeof(ts_s) AS ts_s, \
                     arrow_typeof(day) AS day, arrow_typeof(td_ms) AS td_ms, \
-                    arrow_typeof(code) AS code \
+                    arrow_typeof(code) AS code, arrow_typeof(blob) AS blob \
              FROM read_zarr('{location}') LIMIT 1"
         );
         let batches = query(&ctx, &sql)
             .await
             .unwrap_or_else(|e| panic!("{sql}: {e}"));
-        let types: Vec<Value> = ["ts_ns", "ts_s", "day", "td_ms", "code"]
+        let types: Vec<Value> = ["ts_ns", "ts_s", "day", "td_ms", "code", "blob"]
             .iter()
             .flat_map(|c| to_json(column(&batches, c).as_ref()))
             .collect();
@@ -742,6 +742,7 @@ async fn numpy_datetime_timedelta_and_bytes_v2_and_v3() {
                 "Timestamp(s)",
                 "Date32",
                 "Duration(ms)",
+                "Binary",
                 "Binary"
             ]),
             "{store}"
@@ -749,13 +750,13 @@ async fn numpy_datetime_timedelta_and_bytes_v2_and_v3() {
         let sql = format!(
             "SELECT arrow_cast(ts_ns, 'Int64') AS ts_ns, arrow_cast(ts_s, 'Int64') AS ts_s, \
                     arrow_cast(day, 'Int32') AS day, arrow_cast(td_ms, 'Int64') AS td_ms, \
-                    encode(code, 'hex') AS code \
+                    encode(code, 'hex') AS code, encode(blob, 'hex') AS blob \
              FROM read_zarr('{location}') ORDER BY {dim}"
         );
         let batches = query(&ctx, &sql)
             .await
             .unwrap_or_else(|e| panic!("{sql}: {e}"));
-        for name in ["ts_ns", "ts_s", "day", "td_ms", "code"] {
+        for name in ["ts_ns", "ts_s", "day", "td_ms", "code", "blob"] {
             let got = to_json(column(&batches, name).as_ref());
             assert_eq!(Value::Array(got), columns[name], "{store}: {name}");
         }

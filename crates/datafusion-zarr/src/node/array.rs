@@ -6,9 +6,9 @@ use std::sync::Arc;
 use arrow::datatypes::DataType as ArrowType;
 use serde_json::Value;
 use zarrs::array::data_type::{
-    BoolDataType, FixedLengthUTF32DataType, Float16DataType, Float32DataType, Float64DataType,
-    Int8DataType, Int16DataType, Int32DataType, Int64DataType, StringDataType, UInt8DataType,
-    UInt16DataType, UInt32DataType, UInt64DataType,
+    BoolDataType, BytesDataType, FixedLengthUTF32DataType, Float16DataType, Float32DataType,
+    Float64DataType, Int8DataType, Int16DataType, Int32DataType, Int64DataType, StringDataType,
+    UInt8DataType, UInt16DataType, UInt32DataType, UInt64DataType,
 };
 use zarrs::array::{ArrayCreateError, ArrayMetadata, ArrayMetadataV3, DataType};
 use zarrs::metadata_ext::chunk_grid::regular::RegularChunkGridConfiguration;
@@ -186,6 +186,9 @@ fn element_kind(array: &ZarrsArray) -> Option<ElementKind> {
     }
     if dt.is::<StringDataType>() {
         return Some(ElementKind::String);
+    }
+    if dt.is::<BytesDataType>() {
+        return Some(ElementKind::VariableBytes);
     }
     let arrow = if dt.is::<BoolDataType>() {
         ArrowType::Boolean

@@ -45,6 +45,9 @@ pub enum ElementKind {
     },
     /// The variable-length `string` data type.
     String,
+    /// Variable-length bytes (V3 `variable_length_bytes`, V2 `|O` with the `vlen-bytes`
+    /// filter), read as `Binary`.
+    VariableBytes,
     /// NumPy's `S` (`null_terminated_bytes`, V2 `|S3`): `length_bytes` bytes per element, read
     /// as `Binary` without their trailing NULs.
     Bytes {

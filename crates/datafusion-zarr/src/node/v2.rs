@@ -1,9 +1,9 @@
 //! Zarr V2 arrays: `.zarray` (with `.zattrs` for xarray's dimension names) handed to zarrs.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use zarrs::array::{ArrayMetadata, ArrayMetadataV2};
 
-use super::{ArrayNode, array, display_in, numpy_types, validate};
+use super::{ArrayNode, ElementKind, array, display_in, numpy_types, validate};
 use crate::error::{Result, ZarrError};
 use crate::limits::Limits;
 
@@ -56,7 +56,14 @@ pub(super) fn array(
     // zarrs is given the storage of a NumPy type it does not read as we map it.
     let fill = zarray.get("fill_value").cloned().unwrap_or(Value::Null);
     let mut for_zarrs = zarray.clone();
+    // zarrs reads every `|O` array as strings; `vlen-bytes` writes bytes the same way.
+    let vlen_bytes = data_type_name == "|O"
+        && zarray
+            .get("filters")
+            .and_then(Value::as_array)
+            .is_some_and(|f| f.iter().any(|f| f.get("id") == Some(&json!("vlen-bytes"))));
     let kind = match numpy_types::v2(&display, &data_type_name, &fill)? {
+        None if vlen_bytes => Some(ElementKind::VariableBytes),
         Some(mapped) => mapped.read.map(|storage| {
             for_zarrs["dtype"] = storage.data_type;
             for_zarrs["fill_value"] = storage.fill_value;

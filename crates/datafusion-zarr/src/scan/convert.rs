@@ -81,7 +81,10 @@ pub(crate) fn to_arrow(
                 },
             })
         }
-        (ElementKind::String, Elements::Variable { bytes, offsets }) => {
+        (
+            kind @ (ElementKind::String | ElementKind::VariableBytes),
+            Elements::Variable { bytes, offsets },
+        ) => {
             let base = offsets[rows.start];
             let mut out_offsets = Vec::with_capacity(rows.len() + 1);
             for &o in &offsets[rows.start..=rows.end] {
@@ -99,15 +102,17 @@ pub(crate) fn to_arrow(
                         .collect::<Vec<bool>>(),
                 )
             });
-            let a = StringArray::try_new(
-                OffsetBuffer::new(ScalarBuffer::from(out_offsets)),
-                values.to_vec().into(),
-                nulls,
-            )
-            .map_err(|e| ZarrError::Chunk {
-                array: node.display.clone(),
-                chunk: locate(rows.start).0,
-                message: format!("string elements are not valid UTF-8: {e}"),
+            let offsets = OffsetBuffer::new(ScalarBuffer::from(out_offsets));
+            if *kind == ElementKind::VariableBytes {
+                let binary = BinaryArray::new(offsets, values.to_vec().into(), nulls);
+                return as_binary_type(Arc::new(binary), data_type, node, rows.start, locate);
+            }
+            let a = StringArray::try_new(offsets, values.to_vec().into(), nulls).map_err(|e| {
+                ZarrError::Chunk {
+                    array: node.display.clone(),
+                    chunk: locate(rows.start).0,
+                    message: format!("string elements are not valid UTF-8: {e}"),
+                }
             })?;
             Ok(Arc::new(a))
         }
@@ -122,32 +127,7 @@ pub(crate) fn to_arrow(
                 .ok_or_else(|| {
                     fail("a batch holds more than 2 GiB of bytes; use a smaller batch size".into())
                 })?;
-            if *data_type == ArrowType::Binary {
-                return Ok(binary);
-            }
-            // binary_as_string: arrow's cast checks the UTF-8 (unsafe: an error, not NULL).
-            let checked = arrow::compute::CastOptions {
-                safe: false,
-                ..Default::default()
-            };
-            arrow::compute::cast_with_options(&binary, data_type, &checked).map_err(|e| {
-                let bad = binary.as_binary::<i32>().iter().position(|element| {
-                    element.is_some_and(|bytes| std::str::from_utf8(bytes).is_err())
-                });
-                match bad {
-                    Some(index) => {
-                        let (chunk, index) = locate(rows.start + index);
-                        ZarrError::Chunk {
-                            array: node.display.clone(),
-                            chunk,
-                            message: format!(
-                                "element {index} is not UTF-8, which binary_as_string needs"
-                            ),
-                        }
-                    }
-                    None => fail(format!("binary_as_string: {e}")),
-                }
-            })
+            as_binary_type(binary, data_type, node, rows.start, locate)
         }
         (ElementKind::Primitive(stored), Elements::Fixed { bytes, size }) => {
             let t = stored;
@@ -210,6 +190,44 @@ pub(crate) fn to_arrow(
             message: "decoded elements do not match the data type".into(),
         }),
     }
+}
+
+/// Bytes as the column's type: `Binary`, or (`binary_as_string`) a string type, each element
+/// checked as UTF-8 and the first that is not named. `start` is the batch's first row.
+fn as_binary_type(
+    binary: ArrayRef,
+    data_type: &ArrowType,
+    node: &ArrayNode,
+    start: usize,
+    locate: Locate<'_>,
+) -> Result<ArrayRef> {
+    if *data_type == ArrowType::Binary {
+        return Ok(binary);
+    }
+    // arrow's cast checks the UTF-8 (unsafe: an error, not NULL).
+    let checked = arrow::compute::CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    arrow::compute::cast_with_options(&binary, data_type, &checked).map_err(|e| {
+        let bad = binary
+            .as_binary::<i32>()
+            .iter()
+            .position(|element| element.is_some_and(|bytes| std::str::from_utf8(bytes).is_err()));
+        let (chunk, message) = match bad {
+            Some(index) => {
+                let (chunk, index) = locate(start + index);
+                let message = format!("element {index} is not UTF-8, which binary_as_string needs");
+                (chunk, message)
+            }
+            None => (locate(start).0, format!("binary_as_string: {e}")),
+        };
+        ZarrError::Chunk {
+            array: node.display.clone(),
+            chunk,
+            message,
+        }
+    })
 }
 
 /// Whether `t` is one of the types NumPy's `datetime64`/`timedelta64` map to, whose NaT is
