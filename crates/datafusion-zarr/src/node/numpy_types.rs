@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use super::ElementKind;
 use crate::error::{Result, ZarrError};
+use crate::limits::Limits;
 
 /// NumPy's NaT, the smallest `i64`.
 pub(crate) const NAT: i64 = i64::MIN;
@@ -39,7 +40,12 @@ pub(super) struct Storage {
 }
 
 /// The V3 `data_type` `data_type` (with fill `fill`), if it is one of these types.
-pub(super) fn v3(display: &str, data_type: &Value, fill: &Value) -> Result<Option<Mapped>> {
+pub(super) fn v3(
+    display: &str,
+    data_type: &Value,
+    fill: &Value,
+    limits: &Limits,
+) -> Result<Option<Mapped>> {
     let name = data_type
         .get("name")
         .and_then(Value::as_str)
@@ -83,7 +89,7 @@ pub(super) fn v3(display: &str, data_type: &Value, fill: &Value) -> Result<Optio
                 read: Some(Storage {
                     kind: ElementKind::Bytes { length_bytes },
                     data_type: json!(format!("r{}", bits(display, length_bytes)?)),
-                    fill_value: bytes_fill(display, fill, length_bytes)?,
+                    fill_value: bytes_fill(display, fill, length_bytes, limits)?,
                 }),
             }))
         }
@@ -93,7 +99,12 @@ pub(super) fn v3(display: &str, data_type: &Value, fill: &Value) -> Result<Optio
 
 /// The V2 `dtype` `dtype` (with fill `fill`), if it is one of these types: `<M8[ns]`,
 /// `>m8[s]`, `|S3` (NumPy's `str(dtype)`).
-pub(super) fn v2(display: &str, dtype: &str, fill: &Value) -> Result<Option<Mapped>> {
+pub(super) fn v2(
+    display: &str,
+    dtype: &str,
+    fill: &Value,
+    limits: &Limits,
+) -> Result<Option<Mapped>> {
     let (order, rest) = match dtype.split_at_checked(1) {
         Some((order @ ("<" | ">" | "|" | "="), rest)) => (order, rest),
         _ => return Ok(None),
@@ -110,7 +121,7 @@ pub(super) fn v2(display: &str, dtype: &str, fill: &Value) -> Result<Option<Mapp
             read: Some(Storage {
                 kind: ElementKind::Bytes { length_bytes },
                 data_type: json!(format!("|V{length_bytes}")),
-                fill_value: bytes_fill(display, fill, length_bytes)?,
+                fill_value: bytes_fill(display, fill, length_bytes, limits)?,
             }),
         }));
     }
@@ -183,8 +194,14 @@ fn temporal_fill(display: &str, fill: &Value, v2: bool) -> Result<Value> {
 }
 
 /// An `S` fill value (base64, as zarr-python writes it, or `null` for none: zeros) as the
-/// `length_bytes` bytes zarrs' raw bits take, padded with NULs as NumPy pads it.
-fn bytes_fill(display: &str, fill: &Value, length_bytes: usize) -> Result<Value> {
+/// `length_bytes` bytes zarrs' raw bits take (in base64), padded with NULs as NumPy pads it.
+/// The element is held to the chunk limit first: the fill is built at its full size.
+fn bytes_fill(display: &str, fill: &Value, length_bytes: usize, limits: &Limits) -> Result<Value> {
+    limits.chunk.check(
+        display,
+        "one element of the data type",
+        u64::try_from(length_bytes).ok(),
+    )?;
     let mut bytes = match fill {
         Value::Null => Vec::new(),
         Value::String(s) => BASE64_STANDARD.decode(s).map_err(|e| {
@@ -207,7 +224,7 @@ fn bytes_fill(display: &str, fill: &Value, length_bytes: usize) -> Result<Value>
         ));
     }
     bytes.resize(length_bytes, 0);
-    Ok(json!(bytes))
+    Ok(json!(BASE64_STANDARD.encode(bytes)))
 }
 
 fn bits(display: &str, length_bytes: usize) -> Result<usize> {
@@ -219,6 +236,11 @@ fn bits(display: &str, length_bytes: usize) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::ZarrOptions;
+
+    fn limits() -> Limits {
+        Limits::of(&ZarrOptions::default())
+    }
 
     fn kind(mapped: Option<Mapped>) -> Option<ElementKind> {
         mapped.and_then(|m| m.read).map(|s| s.kind)
@@ -245,55 +267,66 @@ mod tests {
             ("<M8[10s]", None),
             ("<M8", None),
         ] {
-            let mapped = v2("a", dtype, &json!(null)).unwrap();
+            let mapped = v2("a", dtype, &json!(null), &limits()).unwrap();
             assert_eq!(kind(mapped), expected, "{dtype}");
         }
-        assert!(v2("a", "<i8", &json!(0)).unwrap().is_none());
+        assert!(v2("a", "<i8", &json!(0), &limits()).unwrap().is_none());
         let v3_type = json!({"name": "numpy.datetime64",
                              "configuration": {"unit": "h", "scale_factor": 1}});
-        let mapped = v3("a", &v3_type, &json!(NAT)).unwrap().unwrap();
+        let mapped = v3("a", &v3_type, &json!(NAT), &limits()).unwrap().unwrap();
         assert_eq!(mapped.name, "numpy.datetime64[h]");
         assert!(mapped.read.is_none());
         let v3_type = json!({"name": "numpy.timedelta64",
                              "configuration": {"unit": "ns", "scale_factor": 1}});
-        let mapped = v3("a", &v3_type, &json!("NaT")).unwrap().unwrap();
+        let mapped = v3("a", &v3_type, &json!("NaT"), &limits())
+            .unwrap()
+            .unwrap();
         let storage = mapped.read.unwrap();
         assert_eq!(storage.fill_value, json!(NAT));
         assert_eq!(storage.data_type, json!("int64"));
-        let e = v3("a", &v3_type, &json!(1.5)).err().unwrap();
+        let e = v3("a", &v3_type, &json!(1.5), &limits()).err().unwrap();
         assert!(e.to_string().contains("not an integer or \"NaT\""), "{e}");
     }
 
     #[test]
     fn byte_strings_take_numpy_fill_values() {
-        let storage = v2("a", "|S3", &json!("eno="))
+        let storage = v2("a", "|S3", &json!("eno="), &limits())
             .unwrap()
             .unwrap()
             .read
             .unwrap();
         assert_eq!(storage.kind, ElementKind::Bytes { length_bytes: 3 });
-        assert_eq!(storage.fill_value, json!([b'z', b'z', 0]));
+        assert_eq!(storage.fill_value, json!("enoA"));
         assert_eq!(storage.data_type, json!("|V3"));
-        let storage = v2("a", "|S2", &json!(null)).unwrap().unwrap().read.unwrap();
-        assert_eq!(storage.fill_value, json!([0, 0]));
+        let storage = v2("a", "|S2", &json!(null), &limits())
+            .unwrap()
+            .unwrap()
+            .read
+            .unwrap();
+        assert_eq!(storage.fill_value, json!("AAA="));
         let v3_type = json!({"name": "null_terminated_bytes",
                              "configuration": {"length_bytes": 4}});
-        let storage = v3("a", &v3_type, &json!(""))
+        let storage = v3("a", &v3_type, &json!(""), &limits())
             .unwrap()
             .unwrap()
             .read
             .unwrap();
         assert_eq!(storage.data_type, json!("r32"));
-        assert_eq!(storage.fill_value, json!([0, 0, 0, 0]));
+        assert_eq!(storage.fill_value, json!("AAAAAA=="));
         for (fill, rule) in [
             (json!("enoz"), "more than the 2 of an element"),
             (json!("!!"), "is not base64"),
             (json!(7), "is not a base64 string"),
         ] {
-            let e = v2("a", "|S2", &fill).err().unwrap();
+            let e = v2("a", "|S2", &fill, &limits()).err().unwrap();
             assert!(e.to_string().contains(rule), "{fill}: {e}");
         }
         let zero = json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 0}});
-        assert!(v3("a", &zero, &json!("")).is_err());
+        assert!(v3("a", &zero, &json!(""), &limits()).is_err());
+        // An element beyond the chunk limit is refused before its fill is built.
+        let e = v2("a", "|S4294967296", &json!(null), &limits())
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("max_chunk_bytes"), "{e}");
     }
 }

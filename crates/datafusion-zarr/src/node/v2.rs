@@ -62,7 +62,7 @@ pub(super) fn array(
             .get("filters")
             .and_then(Value::as_array)
             .is_some_and(|f| f.iter().any(|f| f.get("id") == Some(&json!("vlen-bytes"))));
-    let kind = match numpy_types::v2(&display, &data_type_name, &fill)? {
+    let kind = match numpy_types::v2(&display, &data_type_name, &fill, limits)? {
         None if vlen_bytes => Some(ElementKind::VariableBytes),
         Some(mapped) => mapped.read.map(|storage| {
             for_zarrs["dtype"] = storage.data_type;

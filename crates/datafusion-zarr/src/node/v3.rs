@@ -33,7 +33,7 @@ pub(super) fn array(
         validate::fixed_length_utf32_v3(&display, &doc)?;
     }
     let fill = doc.get("fill_value").cloned().unwrap_or(Value::Null);
-    let mapped = numpy_types::v3(&display, &data_type, &fill)?;
+    let mapped = numpy_types::v3(&display, &data_type, &fill, limits)?;
     // Only the types we read need the rule: another type (an extension zarrs lacks, with
     // single-byte elements) leaves its array unsupported, not its group unreadable.
     if MULTI_BYTE.contains(&data_type_name.as_str()) {
