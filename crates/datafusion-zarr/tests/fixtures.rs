@@ -881,6 +881,38 @@ async fn cf_times_timedeltas_and_packed_numbers_as_xarray_decodes_them() {
         // Times from 06:00: rows 2, 3, 4, 6 and 7 (row 5 is NaT); temp is masked for one of
         // the two stations at even rows.
         assert_eq!(values(&sql, "n").await, vec![json!(7)], "{sql}");
+        // Arrays other CF writers write: a packed time, _Unsigned (packed, and alone), a
+        // _FillValue alone (the type kept, NULL where xarray has NaN), float seconds.
+        let arrays = "packed_time,flags,raw_u,level,lag";
+        let sql = format!(
+            "SELECT arrow_cast(packed_time, 'Int64') AS packed_time, flags, raw_u, level, \
+                    arrow_cast(lag, 'Int64') AS lag, \
+                    arrow_typeof(packed_time) AS t1, arrow_typeof(flags) AS t2, \
+                    arrow_typeof(raw_u) AS t3, arrow_typeof(level) AS t4, arrow_typeof(lag) AS t5 \
+             FROM read_zarr('{location}', '', 'arrays', '{arrays}')"
+        );
+        let batches = query(&ctx, &sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        for name in arrays.split(',') {
+            let got = to_json(column(&batches, name).as_ref());
+            assert_eq!(Value::Array(got), columns[name], "{store}: {name}");
+        }
+        let types: Vec<Value> = ["t1", "t2", "t3", "t4", "t5"]
+            .iter()
+            .map(|c| to_json(column(&batches, c).as_ref())[0].clone())
+            .collect();
+        assert_eq!(
+            Value::Array(types),
+            json!([
+                "Timestamp(µs)",
+                "Float64",
+                "UInt16",
+                "Int16",
+                "Duration(µs)"
+            ]),
+            "{store}"
+        );
         // decode_cf off: the stored numbers.
         let sql = format!(
             "SELECT time FROM read_zarr('{location}', '', 'arrays', 'lead', 'decode_cf', 'false')"

@@ -16,18 +16,30 @@ use serde_json::{Map, Value};
 
 use super::ElementKind;
 
-/// How an array's stored numbers are decoded.
+/// How an array's stored numbers are decoded, in xarray's order: `_Unsigned`, then the
+/// missing values, then `scale_factor`/`add_offset`, then the time.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CfDecoding {
     /// What the numbers become.
     pub kind: CfKind,
-    /// Stored values read as NULL (`_FillValue`, `missing_value`), compared before decoding.
+    /// The stored type as read: the stored type, or its unsigned twin under `_Unsigned`.
+    pub stored: ArrowType,
+    /// `_Unsigned: "true"` on signed integers: their bits are read as the unsigned type.
+    pub unsigned: bool,
+    /// Values read as NULL (`_FillValue`, `missing_value`), compared after `_Unsigned`; NaN
+    /// matches NaN.
     pub missing: Vec<f64>,
+    /// `scale_factor` and `add_offset` (1 and 0 when one is absent), applied in `f64`.
+    pub scale: Option<(f64, f64)>,
 }
 
 /// What CF numbers become.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CfKind {
+    /// The stored numbers (read as unsigned under `_Unsigned`), with the missing ones NULL.
+    Masked,
+    /// `value × scale + offset` as `Float64`.
+    Scaled,
     /// `value × step + epoch`, in `unit`s since 1970-01-01.
     Time {
         /// One stored unit, in `unit`s.
@@ -44,28 +56,22 @@ pub enum CfKind {
         /// The Arrow unit.
         unit: TimeUnit,
     },
-    /// `value × scale + offset`, in `f64` (xarray's type for JSON's numbers).
-    Scale {
-        /// `scale_factor` (1 when absent).
-        scale: f64,
-        /// `add_offset` (0 when absent).
-        offset: f64,
-    },
 }
 
 impl CfDecoding {
     /// The Arrow type of the decoded values.
     pub fn arrow_type(&self) -> ArrowType {
         match &self.kind {
+            CfKind::Masked => self.stored.clone(),
+            CfKind::Scaled => ArrowType::Float64,
             CfKind::Time { unit, .. } => ArrowType::Timestamp(*unit, None),
             CfKind::Duration { unit, .. } => ArrowType::Duration(*unit),
-            CfKind::Scale { .. } => ArrowType::Float64,
         }
     }
 }
 
 /// The decoding the attributes of an array of `kind` call for, if any. `v2_fill` is a Zarr V2
-/// array's `fill_value` when xarray wrote the array (it keeps `_FillValue` there).
+/// array's `fill_value` when xarray wrote the array (xarray reads it as the `_FillValue`).
 pub(super) fn decoding(
     kind: Option<&ElementKind>,
     attributes: &Map<String, Value>,
@@ -77,80 +83,141 @@ pub(super) fn decoding(
     if !(stored.is_integer() || stored.is_floating()) {
         return None;
     }
-    let attribute = |key: &str| attributes.get(key).and_then(number);
-    let units = attributes.get("units").and_then(Value::as_str);
-    let kind = if let Some((unit, epoch)) = units.and_then(|u| u.split_once(" since ")) {
-        let calendar = attributes.get("calendar").and_then(Value::as_str);
-        let gregorian = matches!(
-            calendar.map(str::to_ascii_lowercase).as_deref(),
-            None | Some("standard" | "gregorian" | "proleptic_gregorian")
-        );
-        if !gregorian {
-            return None;
-        }
-        let step_ns = nanoseconds(unit.trim())?;
-        let unit = if step_ns == 1 {
-            TimeUnit::Nanosecond
-        } else {
-            TimeUnit::Microsecond
-        };
-        let epoch = reference_date(epoch.trim())?;
-        let epoch = match unit {
-            TimeUnit::Nanosecond => epoch.and_utc().timestamp_nanos_opt()?,
-            _ => epoch.and_utc().timestamp_micros(),
-        };
-        let step = step_ns / per(unit);
-        CfKind::Time { step, epoch, unit }
-    } else if let Some(dtype) = attributes.get("dtype").and_then(Value::as_str) {
-        // xarray writes a timedelta's NumPy dtype beside its units.
-        let held = dtype
-            .strip_prefix("timedelta64[")
-            .and_then(|u| u.strip_suffix(']'))?;
-        let held = match held {
-            "s" => TimeUnit::Second,
-            "ms" => TimeUnit::Millisecond,
-            "us" => TimeUnit::Microsecond,
-            "ns" => TimeUnit::Nanosecond,
-            _ => return None,
-        };
-        let step_ns = nanoseconds(units?.trim())?;
-        // The held unit, or the coarsest finer one in which the stored unit is whole.
-        let unit = if step_ns < per(held) {
-            [
-                TimeUnit::Millisecond,
-                TimeUnit::Microsecond,
-                TimeUnit::Nanosecond,
-            ]
-            .into_iter()
-            .find(|u| step_ns % per(*u) == 0)?
-        } else {
-            held
-        };
-        CfKind::Duration {
-            step: step_ns / per(unit),
-            unit,
+    // xarray unwraps one-element lists (netCDF attributes are arrays).
+    let attribute = |key: &str| match attributes.get(key) {
+        Some(Value::Array(list)) if list.len() == 1 => number(&list[0]),
+        Some(value) => number(value),
+        None => None,
+    };
+    let unsigned_attribute = match attributes.get("_Unsigned") {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => s.eq_ignore_ascii_case("true"),
+        _ => false,
+    };
+    let unsigned = stored.is_signed_integer() && unsigned_attribute;
+    let read_as = if unsigned {
+        match stored {
+            ArrowType::Int8 => ArrowType::UInt8,
+            ArrowType::Int16 => ArrowType::UInt16,
+            ArrowType::Int32 => ArrowType::UInt32,
+            _ => ArrowType::UInt64,
         }
     } else {
-        let scale = attribute("scale_factor");
-        let offset = attribute("add_offset");
-        if scale.is_none() && offset.is_none() {
-            return None;
-        }
-        CfKind::Scale {
-            scale: scale.unwrap_or(1.0),
-            offset: offset.unwrap_or(0.0),
-        }
+        stored.clone()
     };
     let mut missing: Vec<f64> = Vec::new();
-    let fill = attributes.get("_FillValue").or(v2_fill);
+    let fill = v2_fill.or_else(|| attributes.get("_FillValue"));
     for value in fill.into_iter().chain(attributes.get("missing_value")) {
         match value {
             Value::Array(values) => missing.extend(values.iter().filter_map(number)),
             value => missing.extend(number(value)),
         }
     }
-    missing.retain(|m| !m.is_nan());
-    Some(CfDecoding { kind, missing })
+    if unsigned {
+        // xarray casts the fill to the unsigned type: -1 is 255 for int8.
+        let bits = stored.primitive_width().map_or(64, |w| w * 8) as i32;
+        for m in &mut missing {
+            if *m < 0.0 {
+                *m += 2f64.powi(bits);
+            }
+        }
+    }
+    let scale_factor = attribute("scale_factor");
+    let add_offset = attribute("add_offset");
+    let scale = (scale_factor.is_some() || add_offset.is_some())
+        .then(|| (scale_factor.unwrap_or(1.0), add_offset.unwrap_or(0.0)));
+    let fractional = scale.is_some() || stored.is_floating();
+    let units = attributes.get("units").and_then(Value::as_str);
+    let dtype = attributes.get("dtype").and_then(Value::as_str);
+    let kind = if let Some(time) = units.and_then(|u| time(u, attributes)) {
+        time
+    } else if let Some(delta) = dtype.and_then(|d| duration(d, units?, fractional)) {
+        delta
+    } else if scale.is_some() {
+        CfKind::Scaled
+    } else if unsigned || !missing.is_empty() {
+        CfKind::Masked
+    } else {
+        return None;
+    };
+    Some(CfDecoding {
+        kind,
+        stored: read_as,
+        unsigned,
+        missing,
+        scale,
+    })
+}
+
+/// `units: "<unit> since <date>"` in a calendar Arrow's timestamps hold: the proleptic
+/// Gregorian one, or the standard one (Julian before 1582-10-15) from a reference date after
+/// the reform, which is where xarray decodes with pandas rather than `cftime`.
+fn time(units: &str, attributes: &Map<String, Value>) -> Option<CfKind> {
+    let (unit, epoch) = units.split_once(" since ")?;
+    let calendar = attributes.get("calendar").and_then(Value::as_str);
+    let calendar = calendar.map(str::to_ascii_lowercase);
+    let proleptic = match calendar.as_deref() {
+        Some("proleptic_gregorian") => true,
+        None | Some("standard" | "gregorian") => false,
+        _ => return None,
+    };
+    let step_ns = nanoseconds(unit.trim())?;
+    let unit = if step_ns == 1 {
+        TimeUnit::Nanosecond
+    } else {
+        TimeUnit::Microsecond
+    };
+    let epoch = reference_date(epoch.trim())?;
+    let reform = NaiveDate::from_ymd_opt(1582, 10, 15)?.and_time(NaiveTime::MIN);
+    if !proleptic && epoch < reform {
+        return None;
+    }
+    let epoch = match unit {
+        TimeUnit::Nanosecond => epoch.and_utc().timestamp_nanos_opt()?,
+        _ => epoch.and_utc().timestamp_micros(),
+    };
+    Some(CfKind::Time {
+        step: step_ns / per(unit),
+        epoch,
+        unit,
+    })
+}
+
+/// xarray's timedelta: `dtype: "timedelta64[s]"` beside `units`. Held in that unit, or in a
+/// finer one where the stored unit is not whole in it, or (`fractional` numbers) where a
+/// fraction would be lost: microseconds.
+fn duration(dtype: &str, units: &str, fractional: bool) -> Option<CfKind> {
+    let held = dtype
+        .strip_prefix("timedelta64[")
+        .and_then(|u| u.strip_suffix(']'))?;
+    let held = match held {
+        "s" => TimeUnit::Second,
+        "ms" => TimeUnit::Millisecond,
+        "us" => TimeUnit::Microsecond,
+        "ns" => TimeUnit::Nanosecond,
+        _ => return None,
+    };
+    let held = if fractional && per(held) > per(TimeUnit::Microsecond) {
+        TimeUnit::Microsecond
+    } else {
+        held
+    };
+    let step_ns = nanoseconds(units.trim())?;
+    let unit = if step_ns < per(held) {
+        [
+            TimeUnit::Millisecond,
+            TimeUnit::Microsecond,
+            TimeUnit::Nanosecond,
+        ]
+        .into_iter()
+        .find(|u| step_ns % per(*u) == 0)?
+    } else {
+        held
+    };
+    Some(CfKind::Duration {
+        step: step_ns / per(unit),
+        unit,
+    })
 }
 
 /// A number as CF attributes hold it: a JSON number, `"NaN"`, or (xarray's `_FillValue` of a
@@ -196,23 +263,24 @@ fn per(unit: TimeUnit) -> i64 {
 }
 
 /// A CF reference date as UTC: `1970-01-01`, `1900-1-1 00:00:00`, `2000-01-01T12:00:00.5Z`,
-/// `1850-01-01 00:00:00 UTC`, `2000-01-01 00:00 +05:30`.
+/// `1850-01-01 00:00:00 UTC` (or `GMT`), `2000-01-01 00:00 +05:30`, `2000-01`, `2000`.
 fn reference_date(text: &str) -> Option<NaiveDateTime> {
     let text = text.trim();
     let (date, rest) = match text.find(['T', ' ']) {
         Some(at) => (&text[..at], text[at + 1..].trim()),
         None => (text, ""),
     };
+    // `2000`, `2000-01` and `2000-1-1` (pandas reads the first two as the first day).
     let mut parts = date.split('-');
     let year: i32 = parts.next()?.parse().ok()?;
-    let month: u32 = parts.next()?.parse().ok()?;
-    let day: u32 = parts.next()?.parse().ok()?;
+    let month: u32 = parts.next().map_or(Some(1), |m| m.parse().ok())?;
+    let day: u32 = parts.next().map_or(Some(1), |d| d.parse().ok())?;
     if parts.next().is_some() {
         return None;
     }
     let date = NaiveDate::from_ymd_opt(year, month, day)?;
     // The time of day, then a zone: `Z`, `UTC`, `+hh:mm`, `-hh`, `+hhmm`.
-    let (time, zone) = match rest.find(['Z', 'U', '+', ' ']) {
+    let (time, zone) = match rest.find(['Z', 'U', 'G', '+', ' ']) {
         Some(at) => (rest[..at].trim(), rest[at..].trim()),
         None => match rest.rfind('-') {
             Some(at) if rest.contains(':') && at > 0 => (rest[..at].trim(), &rest[at..]),
@@ -241,7 +309,11 @@ fn reference_date(text: &str) -> Option<NaiveDateTime> {
 /// A zone's offset from UTC in minutes.
 fn zone_minutes(zone: &str) -> Option<i64> {
     let zone = zone.trim();
-    if zone.is_empty() || zone == "Z" || zone.eq_ignore_ascii_case("UTC") {
+    if zone.is_empty()
+        || zone == "Z"
+        || zone.eq_ignore_ascii_case("UTC")
+        || zone.eq_ignore_ascii_case("GMT")
+    {
         return Some(0);
     }
     let (sign, digits) = match zone.split_at_checked(1)? {
@@ -270,10 +342,6 @@ mod tests {
         value.as_object().unwrap().clone()
     }
 
-    fn int64() -> ElementKind {
-        ElementKind::Primitive(ArrowType::Int64)
-    }
-
     #[test]
     fn reference_dates_as_cf_writes_them() {
         let at = |s: &str| reference_date(s).map(|d| d.and_utc().timestamp_micros());
@@ -287,6 +355,9 @@ mod tests {
         assert_eq!(at("1970-01-01T00:00:00-0100"), Some(3_600_000_000));
         assert_eq!(at("1900-01-01 00:00:0.0"), Some(-2_208_988_800_000_000));
         assert_eq!(at("0001-01-01"), Some(-62_135_596_800_000_000));
+        assert_eq!(at("1970-01"), Some(0));
+        assert_eq!(at("1971"), Some(365 * 86_400_000_000));
+        assert_eq!(at("1970-01-01 01:00:00 GMT"), Some(3_600_000_000));
         for bad in [
             "",
             "yesterday",
@@ -300,10 +371,16 @@ mod tests {
 
     #[test]
     fn attributes_choose_the_decoding() {
-        let time = decoding(
-            Some(&int64()),
-            &attrs(json!({"units": "hours since 2020-01-01 00:00:00",
-                          "calendar": "proleptic_gregorian"})),
+        let decode = |stored: ArrowType, attributes: Value, v2_fill: Option<Value>| {
+            decoding(
+                Some(&ElementKind::Primitive(stored)),
+                &attrs(attributes),
+                v2_fill.as_ref(),
+            )
+        };
+        let time = decode(
+            ArrowType::Int64,
+            json!({"units": "hours since 2020-01-01 00:00:00", "calendar": "proleptic_gregorian"}),
             None,
         )
         .unwrap();
@@ -315,70 +392,102 @@ mod tests {
                 unit: TimeUnit::Microsecond
             }
         );
-        let ns = decoding(
-            Some(&int64()),
-            &attrs(json!({"units": "ns since 1970-01-01"})),
-            None,
-        );
+        let ns = decode(ArrowType::Int64, json!({"units": "ns since 1970-01"}), None).unwrap();
         assert_eq!(
-            ns.unwrap().arrow_type(),
+            ns.arrow_type(),
             ArrowType::Timestamp(TimeUnit::Nanosecond, None)
         );
-        // No Arrow type holds a 360-day year: the numbers stay.
-        let noleap = attrs(json!({"units": "days since 2000-01-01", "calendar": "360_day"}));
-        assert_eq!(decoding(Some(&int64()), &noleap, None), None);
-        let months = attrs(json!({"units": "months since 2000-01-01"}));
-        assert_eq!(decoding(Some(&int64()), &months, None), None);
+        // Calendars no Arrow type holds keep their numbers: a 360-day year, months, and the
+        // standard calendar from a reference date before the Gregorian reform (Julian days,
+        // which xarray leaves to cftime).
+        for kept in [
+            json!({"units": "days since 2000-01-01", "calendar": "360_day"}),
+            json!({"units": "months since 2000-01-01"}),
+            json!({"units": "days since 1-1-1"}),
+            json!({"units": "days since 1500-01-01", "calendar": "Standard"}),
+        ] {
+            assert_eq!(decode(ArrowType::Int64, kept.clone(), None), None, "{kept}");
+        }
+        let proleptic = json!({"units": "days since 1-1-1", "calendar": "proleptic_gregorian"});
+        assert!(decode(ArrowType::Int64, proleptic, None).is_some());
 
-        let delta = decoding(
-            Some(&int64()),
-            &attrs(json!({"units": "seconds", "dtype": "timedelta64[s]"})),
-            None,
-        );
-        assert_eq!(
-            delta.unwrap().kind,
-            CfKind::Duration {
-                step: 1,
-                unit: TimeUnit::Second
-            }
-        );
-        let fine = decoding(
-            Some(&int64()),
-            &attrs(json!({"units": "milliseconds", "dtype": "timedelta64[s]"})),
-            None,
-        );
-        assert_eq!(
-            fine.unwrap().kind,
-            CfKind::Duration {
-                step: 1,
-                unit: TimeUnit::Millisecond
-            }
-        );
+        // Timedeltas: the dtype's unit, finer where the stored unit or a fraction needs it.
+        for (stored, attributes, step, unit) in [
+            (
+                ArrowType::Int64,
+                json!({"units": "seconds", "dtype": "timedelta64[s]"}),
+                1,
+                TimeUnit::Second,
+            ),
+            (
+                ArrowType::Int64,
+                json!({"units": "milliseconds", "dtype": "timedelta64[s]"}),
+                1,
+                TimeUnit::Millisecond,
+            ),
+            (
+                ArrowType::Float64,
+                json!({"units": "seconds", "dtype": "timedelta64[s]"}),
+                1_000_000,
+                TimeUnit::Microsecond,
+            ),
+        ] {
+            let got = decode(stored, attributes.clone(), None).unwrap();
+            assert_eq!(got.kind, CfKind::Duration { step, unit }, "{attributes}");
+        }
 
-        let packed = decoding(
-            Some(&ElementKind::Primitive(ArrowType::Int16)),
-            &attrs(json!({"scale_factor": 0.1, "add_offset": 10, "missing_value": [-1, -2]})),
-            Some(&json!(-999)),
+        // Packed numbers, with a dtype attribute that is not a timedelta and one-element lists.
+        let packed = decode(
+            ArrowType::Int16,
+            json!({"scale_factor": [0.1], "add_offset": 10, "missing_value": [-1, -2],
+                   "dtype": "int16"}),
+            Some(json!(-999)),
         )
         .unwrap();
-        assert_eq!(
-            packed.kind,
-            CfKind::Scale {
-                scale: 0.1,
-                offset: 10.0
-            }
-        );
+        assert_eq!(packed.kind, CfKind::Scaled);
+        assert_eq!(packed.scale, Some((0.1, 10.0)));
         assert_eq!(packed.missing, vec![-999.0, -1.0, -2.0]);
-        // xarray writes a V3 float's _FillValue as the base64 of its little-endian bytes.
-        let based = decoding(
-            Some(&ElementKind::Primitive(ArrowType::Float32)),
-            &attrs(json!({"scale_factor": 2, "_FillValue": "AAAAAAAA+H8=",
-                          "missing_value": "AAAgQQ=="})),
+        assert_eq!(packed.arrow_type(), ArrowType::Float64);
+        // A V2 xarray array's fill_value is its _FillValue, over the attribute.
+        let v2 = decode(
+            ArrowType::Int16,
+            json!({"_FillValue": -1, "scale_factor": 2.0}),
+            Some(json!(0)),
+        );
+        assert_eq!(v2.unwrap().missing, vec![0.0]);
+        // Packed times: scaled first.
+        let packed_time = decode(
+            ArrowType::Int16,
+            json!({"units": "hours since 2000-01-01", "scale_factor": 0.5, "add_offset": 1.0}),
             None,
         )
         .unwrap();
-        assert_eq!(based.missing, vec![10.0]);
-        assert_eq!(packed.arrow_type(), ArrowType::Float64);
+        assert!(matches!(packed_time.kind, CfKind::Time { .. }));
+        assert_eq!(packed_time.scale, Some((0.5, 1.0)));
+        // _Unsigned: the fill in the unsigned type; alone it reads the numbers as unsigned.
+        let unsigned = decode(
+            ArrowType::Int8,
+            json!({"_Unsigned": "true", "_FillValue": -1, "scale_factor": 0.5}),
+            None,
+        )
+        .unwrap();
+        assert!(unsigned.unsigned);
+        assert_eq!(unsigned.missing, vec![255.0]);
+        let bare = decode(ArrowType::Int16, json!({"_Unsigned": "true"}), None).unwrap();
+        assert_eq!(
+            (bare.arrow_type(), bare.kind),
+            (ArrowType::UInt16, CfKind::Masked)
+        );
+        // A _FillValue alone masks, keeping the type; xarray's base64 float fills are read.
+        let masked = decode(
+            ArrowType::Float32,
+            json!({"_FillValue": "AAAAAAAA+H8=", "missing_value": "AAAgQQ=="}),
+            None,
+        )
+        .unwrap();
+        assert_eq!(masked.kind, CfKind::Masked);
+        assert_eq!(masked.arrow_type(), ArrowType::Float32);
+        assert!(masked.missing[0].is_nan() && masked.missing[1] == 10.0);
         // Strings and plain numbers are left as they are.
         let labels = decoding(
             Some(&ElementKind::String),
@@ -386,9 +495,6 @@ mod tests {
             None,
         );
         assert_eq!(labels, None);
-        assert_eq!(
-            decoding(Some(&int64()), &attrs(json!({"units": "m"})), None),
-            None
-        );
+        assert_eq!(decode(ArrowType::Int64, json!({"units": "m"}), None), None);
     }
 }

@@ -164,13 +164,15 @@ pub(crate) fn to_arrow(
                 });
             }
             let raw = primitive(t, input, rows.len(), nulls).map_err(|e| fail(e.to_string()))?;
-            if data_type == t {
-                return Ok(raw);
-            }
-            let Some(cf) = node.cf.as_ref().filter(|cf| cf.arrow_type() == *data_type) else {
-                return Err(ZarrError::internal(format!(
-                    "converting {t} to {data_type}, which the table model does not map it to"
-                )));
+            let cf = node.cf.as_ref().filter(|_| options.decode_cf);
+            let cf = match cf {
+                None if data_type == t => return Ok(raw),
+                Some(cf) if cf.arrow_type() == *data_type => cf,
+                _ => {
+                    return Err(ZarrError::internal(format!(
+                        "converting {t} to {data_type}, which the table model does not map it to"
+                    )));
+                }
             };
             super::cf::decode(&raw, cf).map_err(|failure| match failure.index {
                 Some(index) => {
