@@ -3,8 +3,9 @@
 //! - An array location: one `UInt64` index column per dimension, then the value column.
 //! - A group location: its direct child arrays. A 1-D child named like a dimension of the
 //!   others is a coordinate (xarray's convention) and fills that dimension's column; the
-//!   remaining children of one shape are the value columns, sorted by name (or as listed in
-//!   the `arrays` option).
+//!   remaining children are the value columns, sorted by name (or as listed in the `arrays`
+//!   option): those of the most dimensions, of one shape, and 1-D arrays along one of their
+//!   named dimensions, repeated along the others as coordinates are.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -199,13 +200,35 @@ impl TableModel {
                 "group has no arrays of a supported data type to form a table",
             ));
         }
-        let shapes: BTreeSet<Vec<u64>> = values.iter().map(|a| a.shape.clone()).collect();
+        // The table's shape is the arrays' of the most dimensions. A 1-D array along one of its
+        // named dimensions is repeated along the others, as xarray's `to_dataframe` does (a
+        // station's name beside its hourly readings); any other shape is an error.
+        let ndim = values.iter().map(|a| a.shape.len()).max().unwrap_or(0);
+        let widest: Vec<&Arc<ArrayNode>> =
+            values.iter().filter(|a| a.shape.len() == ndim).collect();
+        let along = |a: &ArrayNode| -> Option<usize> {
+            let first = widest.first()?;
+            let [len] = a.shape[..] else { return None };
+            let name = a.dimension_names.first()?.as_ref()?;
+            let dim = first
+                .dimension_names
+                .iter()
+                .position(|d| d.as_ref() == Some(name))?;
+            (first.shape[dim] == len && ndim > 1).then_some(dim)
+        };
+        let misfits = |a: &&Arc<ArrayNode>| a.shape.len() == ndim || along(a).is_none();
+        let shapes: BTreeSet<Vec<u64>> = values
+            .iter()
+            .filter(misfits)
+            .map(|a| a.shape.clone())
+            .collect();
         if shapes.len() > 1 {
             let listing: Vec<String> = shapes
                 .iter()
                 .map(|s| {
                     let names: Vec<&str> = values
                         .iter()
+                        .filter(misfits)
                         .filter(|a| &a.shape == s)
                         .map(|a| a.name.as_str())
                         .collect();
@@ -215,12 +238,16 @@ impl TableModel {
             return Err(ZarrError::metadata(
                 &group.display,
                 format!(
-                    "the group's arrays have different shapes: {}; choose arrays of one shape with the option 'arrays' (comma-separated)",
+                    "the group's arrays have different shapes: {}; choose arrays of one shape \
+                     (and 1-D arrays along their named dimensions) with the option 'arrays' \
+                     (comma-separated)",
                     listing.join("; ")
                 ),
             ));
         }
-        let first = values[0].clone();
+        let Some(first) = widest.first().map(|a| Arc::clone(a)) else {
+            return Err(ZarrError::internal("a group table without arrays"));
+        };
         let shape = first.shape.clone();
         let value_names: Vec<String> = values.iter().map(|a| a.name.clone()).collect();
         let mut columns = Vec::new();
@@ -258,11 +285,18 @@ impl TableModel {
             }
         }
         for array in &values {
-            columns.push(Column {
-                name: array.name.clone(),
-                source: ColumnSource::Value {
+            let source = match along(array).filter(|_| array.shape.len() < ndim) {
+                Some(dim) => ColumnSource::Coordinate {
+                    dim,
                     array: array.clone(),
                 },
+                None => ColumnSource::Value {
+                    array: array.clone(),
+                },
+            };
+            columns.push(Column {
+                name: array.name.clone(),
+                source,
                 data_type: arrow_type(array, &options)?,
             });
         }

@@ -360,3 +360,56 @@ async fn open_error_at(store: &std::path::Path, path: &str) -> String {
         Err(e) => e.to_string(),
     }
 }
+
+/// A group of a 2-D array `v(time, x)` and 1-D arrays: one along `x` is repeated along `time`
+/// (as xarray's to_dataframe does); one along a dimension `v` does not have, or with no
+/// dimension name, or of another length, is an error naming the shapes.
+#[tokio::test]
+async fn one_dimensional_arrays_repeat_along_the_tables_other_dimensions() {
+    let dir = tempfile::tempdir().unwrap();
+    let group = dir.path();
+    let array = |shape: Vec<u64>, dims: Value, fill: i64| {
+        json!({"zarr_format": 3, "node_type": "array", "shape": shape,
+               "data_type": "int64", "fill_value": fill, "dimension_names": dims,
+               "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": shape}},
+               "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+               "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]})
+    };
+    let write = |path: &str, doc: Value| {
+        std::fs::create_dir_all(group.join(path)).unwrap();
+        std::fs::write(group.join(path).join("zarr.json"), doc.to_string()).unwrap();
+    };
+    write("", json!({"zarr_format": 3, "node_type": "group"}));
+    // No chunks: every element is the fill value, which tells the arrays apart.
+    write("v", array(vec![2, 3], json!(["time", "x"]), 1));
+    write("a", array(vec![3], json!(["x"]), 7));
+    let ctx = context();
+    let sql = format!(
+        "SELECT * FROM read_zarr('{}') ORDER BY time, x",
+        group.display()
+    );
+    let batches = query(&ctx, &sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let schema = batches[0].schema();
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(names, ["time", "x", "a", "v"]);
+    assert_eq!(to_json(column(&batches, "a").as_ref()), vec![json!(7); 6]);
+    assert_eq!(
+        to_json(column(&batches, "x").as_ref()),
+        [0, 1, 2, 0, 1, 2].map(|i| json!(i))
+    );
+    for (name, shape, dims) in [
+        ("b", vec![3], json!(["y"])),
+        ("c", vec![3], json!([null])),
+        ("d", vec![2], json!(["x"])),
+    ] {
+        write(name, array(shape, dims, 0));
+        let e = open_error_at(group, "").await;
+        assert!(
+            e.contains("different shapes") && e.contains(&format!("({name})")),
+            "{name}: {e}"
+        );
+        std::fs::remove_dir_all(group.join(name)).unwrap();
+    }
+}
