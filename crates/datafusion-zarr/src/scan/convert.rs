@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arrow::array::{
     ArrayData, ArrayRef, AsArray, BinaryArray, BooleanArray, Date32Array, StringArray, make_array,
 };
-use arrow::buffer::{MutableBuffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow::buffer::{BooleanBuffer, MutableBuffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::DataType as ArrowType;
 
 use crate::error::{Result, ZarrError};
@@ -140,8 +140,11 @@ pub(crate) fn to_arrow(
                 let null = |e: &[u8]| {
                     Some(e) == fill || (nan_fill && is_nan(t, e)) || (temporal && e == nat)
                 };
-                let valid: Vec<bool> = input.chunks_exact(*size).map(|e| !null(e)).collect();
-                Some(NullBuffer::from(valid))
+                // 64 elements a word, not a `Vec<bool>` packed afterwards.
+                let valid = BooleanBuffer::collect_bool(rows.len(), |i| {
+                    !null(&input[i * size..(i + 1) * size])
+                });
+                Some(NullBuffer::new(valid))
             } else {
                 None
             };
