@@ -206,8 +206,12 @@ impl TableModel {
         let ndim = values.iter().map(|a| a.shape.len()).max().unwrap_or(0);
         let widest: Vec<&Arc<ArrayNode>> =
             values.iter().filter(|a| a.shape.len() == ndim).collect();
+        // The grid and the names of the index columns come from the widest array naming the
+        // most dimensions (the first of them).
+        let named_dims = |a: &&&Arc<ArrayNode>| a.dimension_names.iter().flatten().count();
+        let grid: Option<&Arc<ArrayNode>> = widest.iter().rev().max_by_key(named_dims).copied();
         let along = |a: &ArrayNode| -> Option<usize> {
-            let first = widest.first()?;
+            let first = grid?;
             let [len] = a.shape[..] else { return None };
             let name = a.dimension_names.first()?.as_ref()?;
             let dim = first
@@ -245,7 +249,41 @@ impl TableModel {
                 ),
             ));
         }
-        let Some(first) = widest.first().map(|a| Arc::clone(a)) else {
+        // Arrays of one shape are zipped element by element, which is right only when they lie
+        // along the same dimensions: u(lat, lon) beside v(lon, lat) of a square grid would pair
+        // values of different places. xarray aligns by name; an unnamed dimension matches any.
+        for dim in 0..ndim {
+            let mut named = widest
+                .iter()
+                .filter_map(|a| Some((a, a.dimension_names.get(dim)?.as_ref()?)));
+            let Some((a, a_dim)) = named.next() else {
+                continue;
+            };
+            if let Some((b, _)) = named.find(|(_, b_dim)| b_dim != &a_dim) {
+                let dims = |x: &ArrayNode| {
+                    let names: Vec<&str> = x
+                        .dimension_names
+                        .iter()
+                        .map(|d| d.as_deref().unwrap_or("?"))
+                        .collect();
+                    format!("{} ({})", x.name, names.join(", "))
+                };
+                return Err(ZarrError::metadata(
+                    &group.display,
+                    format!(
+                        "arrays {} and {} have the same shape but lie along different \
+                         dimensions: {}, {}; a table pairs their values by position, which \
+                         would match values of different places; choose arrays of the same \
+                         dimensions with the option 'arrays' (comma-separated)",
+                        a.name,
+                        b.name,
+                        dims(a),
+                        dims(b)
+                    ),
+                ));
+            }
+        }
+        let Some(first) = grid.map(Arc::clone) else {
             return Err(ZarrError::internal("a group table without arrays"));
         };
         let shape = first.shape.clone();

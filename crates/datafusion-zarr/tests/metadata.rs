@@ -364,6 +364,83 @@ async fn open_error_at(store: &std::path::Path, path: &str) -> String {
 /// A group of a 2-D array `v(time, x)` and 1-D arrays: one along `x` is repeated along `time`
 /// (as xarray's to_dataframe does); one along a dimension `v` does not have, or with no
 /// dimension name, or of another length, is an error naming the shapes.
+
+/// Arrays of one shape are zipped by position only when they lie along the same dimensions:
+/// a square u(lat, lon) beside v(lon, lat) would pair values of different places.
+#[tokio::test]
+async fn arrays_of_one_shape_along_different_dimensions_are_an_error() {
+    let array = |shape: Vec<u64>, dims: Value| {
+        json!({"zarr_format": 3, "node_type": "array", "shape": shape,
+               "data_type": "int64", "fill_value": 0, "dimension_names": dims,
+               "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": shape}},
+               "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+               "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]})
+    };
+    let cases = [
+        (
+            vec![2, 2],
+            json!(["lat", "lon"]),
+            json!(["lon", "lat"]),
+            false,
+        ),
+        (
+            vec![2, 3],
+            json!(["time", "x"]),
+            json!(["time", "y"]),
+            false,
+        ),
+        (vec![3], json!(["x"]), json!(["y"]), false),
+        // An unnamed dimension matches any name.
+        (vec![2, 3], json!(["time", "x"]), json!([null, "x"]), true),
+        (vec![2, 3], json!(["time", "x"]), json!(["time", "x"]), true),
+    ];
+    for (shape, dims_u, dims_v, ok) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let group = dir.path();
+        let write = |path: &str, doc: Value| {
+            std::fs::create_dir_all(group.join(path)).unwrap();
+            std::fs::write(group.join(path).join("zarr.json"), doc.to_string()).unwrap();
+        };
+        write("", json!({"zarr_format": 3, "node_type": "group"}));
+        write("u", array(shape.clone(), dims_u.clone()));
+        write("v", array(shape.clone(), dims_v.clone()));
+        let sql = format!("SELECT * FROM read_zarr('{}')", group.display());
+        let result = query(&context(), &sql).await;
+        if ok {
+            let batches = result.unwrap_or_else(|e| panic!("{dims_u} {dims_v}: {e}"));
+            let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+            assert_eq!(rows as u64, shape.iter().product::<u64>());
+            // The index columns are named after the array naming the most dimensions.
+            assert!(batches[0].schema().field_with_name("time").is_ok());
+        } else {
+            let e = open_error_at(group, "").await;
+            assert!(
+                e.contains("lie along different dimensions")
+                    && e.contains(&format!("u ({})", dims_list(&dims_u)))
+                    && e.contains(&format!("v ({})", dims_list(&dims_v))),
+                "{dims_u} {dims_v}: {e}"
+            );
+            // With the option 'arrays', one of them alone is a table.
+            let sql = format!(
+                "SELECT count(*) FROM read_zarr('{}', '', 'arrays', 'v')",
+                group.display()
+            );
+            query(&context(), &sql)
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        }
+    }
+}
+
+fn dims_list(dims: &Value) -> String {
+    let names: Vec<&str> = dims
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap_or("?"))
+        .collect();
+    names.join(", ")
+}
 #[tokio::test]
 async fn one_dimensional_arrays_repeat_along_the_tables_other_dimensions() {
     let dir = tempfile::tempdir().unwrap();
