@@ -902,13 +902,15 @@ async fn cf_times_timedeltas_and_packed_numbers_as_xarray_decodes_them() {
         // the two stations at even rows.
         assert_eq!(values(&sql, "n").await, vec![json!(7)], "{sql}");
         // Arrays other CF writers write: a packed time, _Unsigned (packed, and alone), a
-        // _FillValue alone (the type kept, NULL where xarray has NaN), float seconds.
-        let arrays = "packed_time,flags,raw_u,level,lag";
+        // _FillValue alone (the type kept, NULL where xarray has NaN), float seconds, uint8
+        // read signed (_Unsigned "false").
+        let arrays = "packed_time,flags,raw_u,level,lag,signed";
         let sql = format!(
             "SELECT arrow_cast(packed_time, 'Int64') AS packed_time, flags, raw_u, level, \
-                    arrow_cast(lag, 'Int64') AS lag, \
+                    arrow_cast(lag, 'Int64') AS lag, signed, \
                     arrow_typeof(packed_time) AS t1, arrow_typeof(flags) AS t2, \
-                    arrow_typeof(raw_u) AS t3, arrow_typeof(level) AS t4, arrow_typeof(lag) AS t5 \
+                    arrow_typeof(raw_u) AS t3, arrow_typeof(level) AS t4, \
+                    arrow_typeof(lag) AS t5, arrow_typeof(signed) AS t6 \
              FROM read_zarr('{location}', '', 'arrays', '{arrays}')"
         );
         let batches = query(&ctx, &sql)
@@ -918,7 +920,7 @@ async fn cf_times_timedeltas_and_packed_numbers_as_xarray_decodes_them() {
             let got = to_json(column(&batches, name).as_ref());
             assert_eq!(Value::Array(got), columns[name], "{store}: {name}");
         }
-        let types: Vec<Value> = ["t1", "t2", "t3", "t4", "t5"]
+        let types: Vec<Value> = ["t1", "t2", "t3", "t4", "t5", "t6"]
             .iter()
             .map(|c| to_json(column(&batches, c).as_ref())[0].clone())
             .collect();
@@ -929,7 +931,8 @@ async fn cf_times_timedeltas_and_packed_numbers_as_xarray_decodes_them() {
                 "Float64",
                 "UInt16",
                 "Int16",
-                "Duration(µs)"
+                "Duration(µs)",
+                "Int8"
             ]),
             "{store}"
         );

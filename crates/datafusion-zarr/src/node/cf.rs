@@ -22,10 +22,12 @@ use super::ElementKind;
 pub struct CfDecoding {
     /// What the numbers become.
     pub kind: CfKind,
-    /// The stored type as read: the stored type, or its unsigned twin under `_Unsigned`.
+    /// The stored type as read: the stored type, or its twin of the other signedness under
+    /// `_Unsigned`.
     pub stored: ArrowType,
-    /// `_Unsigned: "true"` on signed integers: their bits are read as the unsigned type.
-    pub unsigned: bool,
+    /// `_Unsigned: "true"` on signed integers, or `"false"` on unsigned ones: their bits are
+    /// read as `stored`, the type of the same width and the other signedness.
+    pub reinterpret: bool,
     /// Values read as NULL (`_FillValue`, `missing_value`), compared after `_Unsigned`; NaN
     /// matches NaN.
     pub missing: Vec<f64>,
@@ -36,7 +38,7 @@ pub struct CfDecoding {
 /// What CF numbers become.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CfKind {
-    /// The stored numbers (read as unsigned under `_Unsigned`), with the missing ones NULL.
+    /// The stored numbers (of the other signedness under `_Unsigned`), the missing ones NULL.
     Masked,
     /// `value × scale + offset` as `Float64`.
     Scaled,
@@ -89,22 +91,27 @@ pub(super) fn decoding(
         Some(value) => number(value),
         None => None,
     };
+    // netCDF's flag for bytes of the other signedness than their type (netCDF-3 has no
+    // unsigned types; xarray writes "false" for signed data it stores unsigned).
     let unsigned_attribute = match attributes.get("_Unsigned") {
-        Some(Value::Bool(b)) => *b,
-        Some(Value::String(s)) => s.eq_ignore_ascii_case("true"),
-        _ => false,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => Some(true),
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("false") => Some(false),
+        _ => None,
     };
-    let unsigned = stored.is_signed_integer() && unsigned_attribute;
-    let read_as = if unsigned {
-        match stored {
-            ArrowType::Int8 => ArrowType::UInt8,
-            ArrowType::Int16 => ArrowType::UInt16,
-            ArrowType::Int32 => ArrowType::UInt32,
-            _ => ArrowType::UInt64,
-        }
-    } else {
-        stored.clone()
+    let twin = match (stored, unsigned_attribute) {
+        (ArrowType::Int8, Some(true)) => Some(ArrowType::UInt8),
+        (ArrowType::Int16, Some(true)) => Some(ArrowType::UInt16),
+        (ArrowType::Int32, Some(true)) => Some(ArrowType::UInt32),
+        (ArrowType::Int64, Some(true)) => Some(ArrowType::UInt64),
+        (ArrowType::UInt8, Some(false)) => Some(ArrowType::Int8),
+        (ArrowType::UInt16, Some(false)) => Some(ArrowType::Int16),
+        (ArrowType::UInt32, Some(false)) => Some(ArrowType::Int32),
+        (ArrowType::UInt64, Some(false)) => Some(ArrowType::Int64),
+        _ => None,
     };
+    let reinterpret = twin.is_some();
+    let read_as = twin.unwrap_or_else(|| stored.clone());
     let mut missing: Vec<f64> = Vec::new();
     let fill = v2_fill.or_else(|| attributes.get("_FillValue"));
     for value in fill.into_iter().chain(attributes.get("missing_value")) {
@@ -113,12 +120,15 @@ pub(super) fn decoding(
             value => missing.extend(number(value)),
         }
     }
-    if unsigned {
-        // xarray casts the fill to the unsigned type: -1 is 255 for int8.
+    if reinterpret {
+        // xarray casts the fill to the read type: the same bits, so -1 is 255 for int8 read
+        // unsigned, and 255 is -1 for uint8 read signed.
         let bits = stored.primitive_width().map_or(64, |w| w * 8) as i32;
         for m in &mut missing {
-            if *m < 0.0 {
+            if read_as.is_unsigned_integer() && *m < 0.0 {
                 *m += 2f64.powi(bits);
+            } else if read_as.is_signed_integer() && *m >= 2f64.powi(bits - 1) {
+                *m -= 2f64.powi(bits);
             }
         }
     }
@@ -135,7 +145,7 @@ pub(super) fn decoding(
         delta
     } else if scale.is_some() {
         CfKind::Scaled
-    } else if unsigned || !missing.is_empty() {
+    } else if reinterpret || !missing.is_empty() {
         CfKind::Masked
     } else {
         return None;
@@ -143,7 +153,7 @@ pub(super) fn decoding(
     Some(CfDecoding {
         kind,
         stored: read_as,
-        unsigned,
+        reinterpret,
         missing,
         scale,
     })
@@ -471,12 +481,31 @@ mod tests {
             None,
         )
         .unwrap();
-        assert!(unsigned.unsigned);
+        assert!(unsigned.reinterpret);
         assert_eq!(unsigned.missing, vec![255.0]);
         let bare = decode(ArrowType::Int16, json!({"_Unsigned": "true"}), None).unwrap();
         assert_eq!(
             (bare.arrow_type(), bare.kind),
             (ArrowType::UInt16, CfKind::Masked)
+        );
+        // "false" on unsigned bytes reads them signed (xarray's twin), the fill too.
+        let signed = decode(
+            ArrowType::UInt8,
+            json!({"_Unsigned": "false", "_FillValue": 255, "missing_value": -3}),
+            None,
+        )
+        .unwrap();
+        assert!(signed.reinterpret);
+        assert_eq!(signed.arrow_type(), ArrowType::Int8);
+        assert_eq!(signed.missing, vec![-1.0, -3.0]);
+        // "false" on signed ones and "true" on unsigned ones change nothing.
+        assert_eq!(
+            decode(ArrowType::Int8, json!({"_Unsigned": "false"}), None),
+            None
+        );
+        assert_eq!(
+            decode(ArrowType::UInt8, json!({"_Unsigned": "true"}), None),
+            None
         );
         // A _FillValue alone masks, keeping the type; xarray's base64 float fills are read.
         let masked = decode(

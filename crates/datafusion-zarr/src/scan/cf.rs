@@ -25,8 +25,8 @@ pub(crate) fn decode(raw: &ArrayRef, cf: &CfDecoding) -> Result<ArrayRef, Failur
         index: None,
         message: e.to_string(),
     };
-    let raw = if cf.unsigned {
-        // The same bits, read as the unsigned type of their width.
+    let raw = if cf.reinterpret {
+        // The same bits, read as the type of their width and the other signedness.
         make_array(
             raw.to_data()
                 .into_builder()
@@ -91,13 +91,19 @@ pub(crate) fn decode(raw: &ArrayRef, cf: &CfDecoding) -> Result<ArrayRef, Failur
         });
         let mut out = Vec::with_capacity(raw.len());
         for (i, &v) in numbers.iter().enumerate() {
-            let t = (v * step as f64).round() + epoch as f64;
-            // Both bounds are powers of two, exact in f64.
-            let in_range = (-(2f64.powi(63))..2f64.powi(63)).contains(&t);
-            if valid.value(i) && !in_range {
-                return Err(out_of_range(i));
+            // The offset from the reference date in whole units, then the reference date added
+            // in integers, as xarray does: an f64 sum would lose nanoseconds from an epoch far
+            // from 1970. Both bounds are powers of two, exact in f64.
+            let offset = (v * step as f64).round();
+            let t = (-(2f64.powi(63))..2f64.powi(63))
+                .contains(&offset)
+                .then(|| (offset as i64).checked_add(epoch))
+                .flatten();
+            match t {
+                Some(t) => out.push(t),
+                None if valid.value(i) => return Err(out_of_range(i)),
+                None => out.push(0),
             }
-            out.push(if in_range { t as i64 } else { 0 });
         }
         values = out;
         valid
@@ -145,7 +151,7 @@ mod tests {
         CfDecoding {
             kind,
             stored,
-            unsigned: false,
+            reinterpret: false,
             missing: vec![],
             scale: None,
         }
@@ -181,6 +187,22 @@ mod tests {
         let out = out.as_primitive::<TimestampMicrosecondType>();
         assert_eq!(out.value(0), 86_400_000_000 + 1_800_000_000);
         assert!(out.is_null(1) && out.is_null(2));
+
+        // The reference date is added in integers: nanoseconds since 2000 keep every digit.
+        let ns_since_2000 = cf(
+            CfKind::Time {
+                step: 1,
+                epoch: 946_684_800_000_000_000,
+                unit: TimeUnit::Nanosecond,
+            },
+            DataType::Float64,
+        );
+        let out = decoded(Arc::new(Float64Array::from(vec![1.0, 3.0])), &ns_since_2000);
+        let out = out.as_primitive::<arrow::datatypes::TimestampNanosecondType>();
+        assert_eq!(
+            out.values().as_ref(),
+            &[946_684_800_000_000_001, 946_684_800_000_000_003]
+        );
 
         // Packed times are scaled first: 0.5 × value + 1 hours.
         let mut packed = cf(HOURS_FROM_DAY_1, DataType::Int16);
@@ -236,7 +258,7 @@ mod tests {
 
         // _Unsigned int8: -2 is 254; the fill -1 was made 255.
         let mut unsigned = cf(CfKind::Scaled, DataType::UInt8);
-        unsigned.unsigned = true;
+        unsigned.reinterpret = true;
         unsigned.scale = Some((0.5, 0.0));
         unsigned.missing = vec![255.0];
         let out = decoded(Arc::new(Int8Array::from(vec![0, -1, -2, 5])), &unsigned);
