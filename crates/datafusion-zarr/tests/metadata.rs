@@ -361,10 +361,6 @@ async fn open_error_at(store: &std::path::Path, path: &str) -> String {
     }
 }
 
-/// A group of a 2-D array `v(time, x)` and 1-D arrays: one along `x` is repeated along `time`
-/// (as xarray's to_dataframe does); one along a dimension `v` does not have, or with no
-/// dimension name, or of another length, is an error naming the shapes.
-
 /// Arrays of one shape are zipped by position only when they lie along the same dimensions:
 /// a square u(lat, lon) beside v(lon, lat) would pair values of different places.
 #[tokio::test]
@@ -441,6 +437,9 @@ fn dims_list(dims: &Value) -> String {
         .collect();
     names.join(", ")
 }
+/// A group of a 2-D array `v(time, x)` and 1-D arrays: one along `x` is repeated along `time`
+/// (as xarray's to_dataframe does); one along a dimension `v` does not have, or with no
+/// dimension name, or of another length, is an error naming the shapes.
 #[tokio::test]
 async fn one_dimensional_arrays_repeat_along_the_tables_other_dimensions() {
     let dir = tempfile::tempdir().unwrap();
