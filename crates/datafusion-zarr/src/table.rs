@@ -33,6 +33,15 @@ pub(crate) enum ColumnSource {
         /// The 1-D coordinate array.
         array: Arc<ArrayNode>,
     },
+    /// An array along some of the table's dimensions (its dimension `k` is the table's
+    /// `dims[k]`), repeated along the others: a 0-D array (`crs`) in every row, a 2-D
+    /// `lat(y, x)` beside `temp(time, y, x)`.
+    Broadcast {
+        /// The table dimension of each of the array's dimensions.
+        dims: Vec<usize>,
+        /// The array.
+        array: Arc<ArrayNode>,
+    },
     /// An array's elements.
     Value {
         /// The array.
@@ -195,14 +204,23 @@ impl TableModel {
             }
         };
         if values.is_empty() {
+            let subgroups = match group.groups.as_slice() {
+                [] => String::new(),
+                names => format!(
+                    "; its subgroups are {}: name one as the path (the second argument of \
+                     read_zarr, or the table's 'path' option)",
+                    names.join(", ")
+                ),
+            };
             return Err(ZarrError::metadata(
                 &group.display,
-                "group has no arrays of a supported data type to form a table",
+                format!("group has no arrays of a supported data type to form a table{subgroups}"),
             ));
         }
-        // The table's shape is the arrays' of the most dimensions. A 1-D array along one of its
-        // named dimensions is repeated along the others, as xarray's `to_dataframe` does (a
-        // station's name beside its hourly readings); any other shape is an error.
+        // The table's shape is the arrays' of the most dimensions. An array of fewer dimensions,
+        // all named and all the table's, is repeated along the others, as xarray's
+        // `to_dataframe` does (a station's name beside its hourly readings, a 0-D `crs` in
+        // every row); any other shape is an error.
         let ndim = values.iter().map(|a| a.shape.len()).max().unwrap_or(0);
         let widest: Vec<&Arc<ArrayNode>> =
             values.iter().filter(|a| a.shape.len() == ndim).collect();
@@ -210,15 +228,25 @@ impl TableModel {
         // most dimensions (the first of them).
         let named_dims = |a: &&&Arc<ArrayNode>| a.dimension_names.iter().flatten().count();
         let grid: Option<&Arc<ArrayNode>> = widest.iter().rev().max_by_key(named_dims).copied();
-        let along = |a: &ArrayNode| -> Option<usize> {
-            let first = grid?;
-            let [len] = a.shape[..] else { return None };
-            let name = a.dimension_names.first()?.as_ref()?;
-            let dim = first
-                .dimension_names
-                .iter()
-                .position(|d| d.as_ref() == Some(name))?;
-            (first.shape[dim] == len && ndim > 1).then_some(dim)
+        // The table dimension of each of `a`'s dimensions, when `a` has fewer.
+        let along = |a: &ArrayNode| -> Option<Vec<usize>> {
+            let grid = grid?;
+            if a.shape.len() >= ndim {
+                return None;
+            }
+            let mut dims = Vec::with_capacity(a.shape.len());
+            for (name, len) in a.dimension_names.iter().zip(&a.shape) {
+                let name = name.as_ref()?;
+                let dim = grid
+                    .dimension_names
+                    .iter()
+                    .position(|d| d.as_ref() == Some(name))?;
+                if grid.shape[dim] != *len || dims.contains(&dim) {
+                    return None;
+                }
+                dims.push(dim);
+            }
+            Some(dims)
         };
         let misfits = |a: &&Arc<ArrayNode>| a.shape.len() == ndim || along(a).is_none();
         let shapes: BTreeSet<Vec<u64>> = values
@@ -323,19 +351,21 @@ impl TableModel {
             }
         }
         for array in &values {
-            let source = match along(array).filter(|_| array.shape.len() < ndim) {
-                Some(dim) => ColumnSource::Coordinate {
-                    dim,
-                    array: array.clone(),
+            let (name, data_type) = (array.name.clone(), arrow_type(array, &options)?);
+            let array = array.clone();
+            let source = match along(&array).as_deref() {
+                // Read and pruned as a coordinate is.
+                Some(&[dim]) => ColumnSource::Coordinate { dim, array },
+                Some(dims) => ColumnSource::Broadcast {
+                    dims: dims.to_vec(),
+                    array,
                 },
-                None => ColumnSource::Value {
-                    array: array.clone(),
-                },
+                None => ColumnSource::Value { array },
             };
             columns.push(Column {
-                name: array.name.clone(),
+                name,
                 source,
-                data_type: arrow_type(array, &options)?,
+                data_type,
             });
         }
         Self::finish(

@@ -316,6 +316,52 @@ async fn case_13_coordinate_table() {
     assert_eq!(names, ["station_index", "station"]);
 }
 
+/// Arrays of fewer dimensions repeat along the table's others, as xarray's `to_dataframe`
+/// repeats them: 2-D coordinates `lat(y, x)` beside `temp(time, y, x)`, `w(x, y)` in the
+/// other order, a 0-D `crs`, each chunked differently from the table; also on the rows a
+/// string filter selects.
+#[tokio::test]
+async fn arrays_of_fewer_dimensions_repeat_as_xarrays_to_dataframe_repeats_them() {
+    let exp = &expected()["broadcast"];
+    let names = [
+        "time", "y", "x", "temp", "flag", "w", "crs", "name", "lat", "lon",
+    ];
+    let want = &exp["columns"];
+    for store in exp["stores"].as_array().unwrap() {
+        let store = fixture(store.as_str().unwrap());
+        for partitions in [1, 3] {
+            let ctx = common::context_with_partitions(partitions);
+            let sql = format!(
+                "SELECT {} FROM read_zarr('{store}') ORDER BY time, y, x",
+                names.join(", ")
+            );
+            let batches = query(&ctx, &sql)
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            for name in names {
+                let got = to_json(column(&batches, name).as_ref());
+                assert_eq!(Value::Array(got), want[name], "{store} {name}");
+            }
+        }
+        // The rows a string filter selects (read first, the rest transcoded for them only).
+        let sql = format!(
+            "SELECT time, y, x, w, crs, lat FROM read_zarr('{store}') \
+             WHERE flag = 'hi' ORDER BY time, y, x"
+        );
+        let batches = query(&context(), &sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let hi: Vec<usize> = (0..want["flag"].as_array().unwrap().len())
+            .filter(|&i| want["flag"][i] == "hi")
+            .collect();
+        for name in ["time", "y", "x", "w", "crs", "lat"] {
+            let got = to_json(column(&batches, name).as_ref());
+            let expected: Vec<Value> = hi.iter().map(|&i| want[name][i].clone()).collect();
+            assert_eq!(got, expected, "{store} {name} where flag = 'hi'");
+        }
+    }
+}
+
 #[tokio::test]
 async fn xarray_coordinates_become_dimension_columns() {
     let exp = expected();

@@ -489,3 +489,21 @@ async fn one_dimensional_arrays_repeat_along_the_tables_other_dimensions() {
         std::fs::remove_dir_all(group.join(name)).unwrap();
     }
 }
+
+/// A group whose arrays are all in subgroups (a nested store's root) names them and says how
+/// to read one.
+#[tokio::test]
+async fn a_group_of_only_subgroups_names_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let group = dir.path();
+    for path in ["", "forecast", "observed"] {
+        std::fs::create_dir_all(group.join(path)).unwrap();
+        let doc = json!({"zarr_format": 3, "node_type": "group"});
+        std::fs::write(group.join(path).join("zarr.json"), doc.to_string()).unwrap();
+    }
+    let e = open_error_at(group, "").await;
+    assert!(
+        e.contains("no arrays") && e.contains("subgroups are forecast, observed"),
+        "{e}"
+    );
+}

@@ -73,6 +73,11 @@ enum UnitColumn {
         dim: usize,
         values: ArrayRef,
     },
+    /// The values of an array along the unit's dimensions `dims`, in C order over them.
+    Broadcast {
+        dims: Vec<usize>,
+        values: ArrayRef,
+    },
     Value {
         node: Arc<ArrayNode>,
         region: Region,
@@ -346,6 +351,29 @@ impl PartitionScan {
                         )?;
                         UnitColumn::Coordinate { dim: *dim, values }
                     }
+                    ColumnSource::Broadcast { dims, array } => {
+                        let range: Vec<Range<u64>> =
+                            dims.iter().map(|&d| region[d].clone()).collect();
+                        let r = self.read(slot, array, &range, &mut counts).await?;
+                        let len = range.iter().map(|r| r.end - r.start).product::<u64>() as usize;
+                        let sub_origin: Vec<u64> = range.iter().map(|r| r.start).collect();
+                        let sub_extent: Vec<u64> = range.iter().map(|r| r.end - r.start).collect();
+                        let locate = |element: usize| {
+                            locate(array, &unit_coords(&sub_origin, &sub_extent, element))
+                        };
+                        let values = to_arrow(
+                            array,
+                            r.elements(),
+                            0..len,
+                            &column.data_type,
+                            &model.options,
+                            &locate,
+                        )?;
+                        UnitColumn::Broadcast {
+                            dims: dims.clone(),
+                            values,
+                        }
+                    }
                     ColumnSource::Value { array } => {
                         let r = match regions[slot].take() {
                             Some(r) => r,
@@ -448,6 +476,18 @@ fn build_batch(
                 };
                 coordinates.map_err(|e| {
                     ZarrError::internal(format!("looking up coordinates of {}: {e}", model.display))
+                })?
+            }
+            UnitColumn::Broadcast { dims, values } => {
+                // The element of each row: its unit coordinates along `dims`, in C order.
+                let mut elements = vec![0u64; positions.len()];
+                for &d in dims {
+                    for (e, c) in elements.iter_mut().zip(local(d, 0)) {
+                        *e = *e * unit.extent[d] + c;
+                    }
+                }
+                take(values.as_ref(), &UInt64Array::from(elements), None).map_err(|e| {
+                    ZarrError::internal(format!("repeating values of {}: {e}", model.display))
                 })?
             }
             UnitColumn::Value { node, region } => match &unit.selection {

@@ -36,7 +36,13 @@ pub fn fixture(name: &str) -> String {
 
 /// A session with Zarr registered and a fixed number of partitions.
 pub fn context() -> SessionContext {
-    let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
+    context_with_partitions(2)
+}
+
+/// A session with `read_zarr` registered and `partitions` target partitions.
+pub fn context_with_partitions(partitions: usize) -> SessionContext {
+    let config = SessionConfig::new().with_target_partitions(partitions);
+    let ctx = SessionContext::new_with_config(config);
     datafusion_zarr::register(&ctx);
     ctx
 }
