@@ -74,11 +74,17 @@ pub(crate) fn decode(raw: &ArrayRef, cf: &CfDecoding) -> Result<ArrayRef, Failur
         CfKind::Time { step, epoch, .. } => (step, epoch),
         CfKind::Duration { step, .. } => (step, 0),
     };
+    // The stored number as stored (an int64 printed through f64 would lose its digits), or
+    // after its scale.
     let out_of_range = |index: usize| Failure {
         index: Some(index),
         message: format!(
             "a time of {} stored units is beyond what {} holds",
-            scaled.as_ref().unwrap_or(floats).value(index),
+            match &scaled {
+                Some(scaled) => scaled.value(index).to_string(),
+                None => arrow::util::display::array_value_to_string(&raw, index)
+                    .unwrap_or_else(|_| floats.value(index).to_string()),
+            },
             cf.arrow_type()
         ),
     };
@@ -224,7 +230,9 @@ mod tests {
         .unwrap();
         assert_eq!(e.index, Some(1));
         assert!(
-            e.message.contains("beyond what Timestamp(µs) holds"),
+            e.message
+                .contains(&format!("a time of {} stored units", u64::MAX / 2))
+                && e.message.contains("beyond what Timestamp(µs) holds"),
             "{}",
             e.message
         );
