@@ -21,15 +21,7 @@ fn edited(edit: impl FnOnce(&mut Value)) -> tempfile::TempDir {
 }
 
 async fn open_error(dir: &tempfile::TempDir) -> String {
-    let ctx = context();
-    let sql = format!("SELECT * FROM read_zarr('{}')", dir.path().display());
-    match ctx.sql(&sql).await {
-        Ok(df) => match df.collect().await {
-            Ok(_) => panic!("should fail"),
-            Err(e) => e.to_string(),
-        },
-        Err(e) => e.to_string(),
-    }
+    open_error_at(dir.path(), "").await
 }
 
 #[tokio::test]

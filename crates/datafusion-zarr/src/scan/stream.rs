@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt64Array};
 use arrow::compute::take;
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, SchemaRef};
 use datafusion::physical_plan::PhysicalExpr;
 use datafusion::physical_plan::metrics::Count;
 
@@ -276,6 +276,33 @@ impl PartitionScan {
         read_region(store, array, region, limits, &mut self.caches[slot], counts).await
     }
 
+    /// The values of `array` (the column in `slot`, of `data_type`), whose dimensions are the
+    /// table's `dims`, over the unit's `region`: in C order over `dims`.
+    async fn read_along(
+        &mut self,
+        slot: usize,
+        array: &Arc<ArrayNode>,
+        dims: &[usize],
+        data_type: &DataType,
+        region: &[Range<u64>],
+        counts: &mut ReadCounts,
+    ) -> Result<ArrayRef> {
+        let range: Vec<Range<u64>> = dims.iter().map(|&d| region[d].clone()).collect();
+        let r = self.read(slot, array, &range, counts).await?;
+        let origin: Vec<u64> = range.iter().map(|r| r.start).collect();
+        let extent: Vec<u64> = range.iter().map(|r| r.end - r.start).collect();
+        let len = extent.iter().product::<u64>() as usize;
+        let locate = |element: usize| locate(array, &unit_coords(&origin, &extent, element));
+        to_arrow(
+            array,
+            r.elements(),
+            0..len,
+            data_type,
+            &self.model.options,
+            &locate,
+        )
+    }
+
     async fn load_unit(&mut self, id: u64) -> Result<Unit> {
         let model = self.model.clone();
         let (origin, extent) = self.grid.bounds(id)?;
@@ -336,39 +363,22 @@ impl PartitionScan {
                 columns.push(match &column.source {
                     ColumnSource::Index { dim } => UnitColumn::Index { dim: *dim },
                     ColumnSource::Coordinate { dim, array } => {
-                        let range = [region[*dim].clone()];
-                        let r = self.read(slot, array, &range, &mut counts).await?;
-                        let len = (range[0].end - range[0].start) as usize;
-                        let start = range[0].start;
-                        let locate = |row: usize| locate(array, &[start + row as u64]);
-                        let values = to_arrow(
-                            array,
-                            r.elements(),
-                            0..len,
-                            &column.data_type,
-                            &model.options,
-                            &locate,
-                        )?;
+                        let values = self
+                            .read_along(
+                                slot,
+                                array,
+                                &[*dim],
+                                &column.data_type,
+                                &region,
+                                &mut counts,
+                            )
+                            .await?;
                         UnitColumn::Coordinate { dim: *dim, values }
                     }
                     ColumnSource::Broadcast { dims, array } => {
-                        let range: Vec<Range<u64>> =
-                            dims.iter().map(|&d| region[d].clone()).collect();
-                        let r = self.read(slot, array, &range, &mut counts).await?;
-                        let len = range.iter().map(|r| r.end - r.start).product::<u64>() as usize;
-                        let sub_origin: Vec<u64> = range.iter().map(|r| r.start).collect();
-                        let sub_extent: Vec<u64> = range.iter().map(|r| r.end - r.start).collect();
-                        let locate = |element: usize| {
-                            locate(array, &unit_coords(&sub_origin, &sub_extent, element))
-                        };
-                        let values = to_arrow(
-                            array,
-                            r.elements(),
-                            0..len,
-                            &column.data_type,
-                            &model.options,
-                            &locate,
-                        )?;
+                        let values = self
+                            .read_along(slot, array, dims, &column.data_type, &region, &mut counts)
+                            .await?;
                         UnitColumn::Broadcast {
                             dims: dims.clone(),
                             values,
