@@ -313,20 +313,11 @@ async fn a_child_of_a_type_we_do_not_read_leaves_its_group_readable() {
 async fn a_coordinate_of_another_length_than_its_dimension_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let group = dir.path();
-    let array = |shape: u64, dtype: &str| {
-        json!({"zarr_format": 3, "node_type": "array", "shape": [shape],
-               "data_type": dtype, "fill_value": 0, "dimension_names": ["time"],
-               "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
-               "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-               "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]})
-    };
-    let write = |path: &str, doc: Value| {
-        std::fs::create_dir_all(group.join(path)).unwrap();
-        std::fs::write(group.join(path).join("zarr.json"), doc.to_string()).unwrap();
-    };
-    write("", json!({"zarr_format": 3, "node_type": "group"}));
-    write("time", array(5, "int64"));
-    write("v", array(4, "float64"));
+    let array =
+        |shape: u64, dtype: &str| v3_array(&[shape], &[2], dtype, json!(0), json!(["time"]));
+    write_node(group, "", &json!({"zarr_format": 3, "node_type": "group"}));
+    write_node(group, "time", &array(5, "int64"));
+    write_node(group, "v", &array(4, "float64"));
     let e = open_error_at(group, "").await;
     assert!(
         e.contains("coordinate time has 5 values, but dimension time of array v has 4"),
@@ -339,6 +330,21 @@ async fn a_coordinate_of_another_length_than_its_dimension_is_an_error() {
     );
     let batches = query(&ctx, &sql).await.unwrap();
     assert_eq!(to_json(column(&batches, "n").as_ref()), vec![json!(4)]);
+}
+
+/// A V3 array's metadata: uncompressed little-endian chunks of `chunks`.
+fn v3_array(shape: &[u64], chunks: &[u64], data_type: &str, fill: Value, dims: Value) -> Value {
+    json!({"zarr_format": 3, "node_type": "array", "shape": shape,
+           "data_type": data_type, "fill_value": fill, "dimension_names": dims,
+           "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunks}},
+           "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+           "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]})
+}
+
+/// Writes `doc` as the `zarr.json` of node `path` under `root`.
+fn write_node(root: &std::path::Path, path: &str, doc: &Value) {
+    std::fs::create_dir_all(root.join(path)).unwrap();
+    std::fs::write(root.join(path).join("zarr.json"), doc.to_string()).unwrap();
 }
 
 async fn open_error_at(store: &std::path::Path, path: &str) -> String {
@@ -357,13 +363,8 @@ async fn open_error_at(store: &std::path::Path, path: &str) -> String {
 /// a square u(lat, lon) beside v(lon, lat) would pair values of different places.
 #[tokio::test]
 async fn arrays_of_one_shape_along_different_dimensions_are_an_error() {
-    let array = |shape: Vec<u64>, dims: Value| {
-        json!({"zarr_format": 3, "node_type": "array", "shape": shape,
-               "data_type": "int64", "fill_value": 0, "dimension_names": dims,
-               "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": shape}},
-               "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-               "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]})
-    };
+    let array =
+        |shape: &[u64], dims: &Value| v3_array(shape, shape, "int64", json!(0), dims.clone());
     let cases = [
         (
             vec![2, 2],
@@ -385,13 +386,9 @@ async fn arrays_of_one_shape_along_different_dimensions_are_an_error() {
     for (shape, dims_u, dims_v, ok) in cases {
         let dir = tempfile::tempdir().unwrap();
         let group = dir.path();
-        let write = |path: &str, doc: Value| {
-            std::fs::create_dir_all(group.join(path)).unwrap();
-            std::fs::write(group.join(path).join("zarr.json"), doc.to_string()).unwrap();
-        };
-        write("", json!({"zarr_format": 3, "node_type": "group"}));
-        write("u", array(shape.clone(), dims_u.clone()));
-        write("v", array(shape.clone(), dims_v.clone()));
+        write_node(group, "", &json!({"zarr_format": 3, "node_type": "group"}));
+        write_node(group, "u", &array(&shape, &dims_u));
+        write_node(group, "v", &array(&shape, &dims_v));
         let sql = format!("SELECT * FROM read_zarr('{}')", group.display());
         let result = query(&context(), &sql).await;
         if ok {
@@ -437,16 +434,9 @@ async fn one_dimensional_arrays_repeat_along_the_tables_other_dimensions() {
     let dir = tempfile::tempdir().unwrap();
     let group = dir.path();
     let array = |shape: Vec<u64>, dims: Value, fill: i64| {
-        json!({"zarr_format": 3, "node_type": "array", "shape": shape,
-               "data_type": "int64", "fill_value": fill, "dimension_names": dims,
-               "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": shape}},
-               "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-               "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]})
+        v3_array(&shape, &shape, "int64", json!(fill), dims)
     };
-    let write = |path: &str, doc: Value| {
-        std::fs::create_dir_all(group.join(path)).unwrap();
-        std::fs::write(group.join(path).join("zarr.json"), doc.to_string()).unwrap();
-    };
+    let write = |path: &str, doc: Value| write_node(group, path, &doc);
     write("", json!({"zarr_format": 3, "node_type": "group"}));
     // No chunks: every element is the fill value, which tells the arrays apart.
     write("v", array(vec![2, 3], json!(["time", "x"]), 1));
@@ -489,9 +479,11 @@ async fn a_group_of_only_subgroups_names_them() {
     let dir = tempfile::tempdir().unwrap();
     let group = dir.path();
     for path in ["", "forecast", "observed"] {
-        std::fs::create_dir_all(group.join(path)).unwrap();
-        let doc = json!({"zarr_format": 3, "node_type": "group"});
-        std::fs::write(group.join(path).join("zarr.json"), doc.to_string()).unwrap();
+        write_node(
+            group,
+            path,
+            &json!({"zarr_format": 3, "node_type": "group"}),
+        );
     }
     let e = open_error_at(group, "").await;
     assert!(
