@@ -457,7 +457,9 @@ fn arrow_type(array: &ArrayNode, options: &ZarrOptions) -> Result<ArrowType> {
             }
         },
         ElementKind::String => ArrowType::Utf8,
-        ElementKind::Bytes { .. } | ElementKind::VariableBytes if options.binary_as_string => {
+        ElementKind::Bytes { .. } | ElementKind::VariableBytes
+            if options.binary_as_string || (options.decode_cf && array.utf8_text) =>
+        {
             match options.string_type {
                 StringType::Utf8View => ArrowType::Utf8View,
                 StringType::LargeUtf8 => ArrowType::LargeUtf8,

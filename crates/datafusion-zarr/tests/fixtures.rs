@@ -991,5 +991,27 @@ async fn cf_times_timedeltas_and_packed_numbers_as_xarray_decodes_them() {
             columns["time_stored"],
             "{sql}"
         );
+        // Strings xarray wrote as UTF-8 bytes (|S6 with _Encoding) are strings; without
+        // decode_cf, the bytes.
+        let sql = format!(
+            "SELECT site, arrow_typeof(site) AS t FROM read_zarr('{location}', '', 'arrays', 'site')"
+        );
+        assert_eq!(Value::Array(values(&sql, "site").await), columns["site"]);
+        assert_eq!(values(&sql, "t").await[0], json!("Utf8"));
+        let sql = format!(
+            "SELECT arrow_typeof(site) AS t, encode(site, 'hex') AS n \
+             FROM read_zarr('{location}', '', 'arrays', 'site', 'decode_cf', 'false')"
+        );
+        assert_eq!(values(&sql, "t").await[0], json!("Binary"));
+        let hex: Vec<Value> = columns["site"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                let bytes = s.as_str().unwrap().bytes();
+                json!(bytes.map(|b| format!("{b:02x}")).collect::<String>())
+            })
+            .collect();
+        assert_eq!(values(&sql, "n").await, hex, "{sql}");
     }
 }

@@ -491,3 +491,31 @@ async fn a_group_of_only_subgroups_names_them() {
         "{e}"
     );
 }
+
+/// Bytes whose `_Encoding` says UTF-8 are strings; an element that is not UTF-8 is named, with
+/// the attribute as the reason.
+#[tokio::test]
+async fn bytes_encoded_as_utf8_that_are_not_name_the_element() {
+    let dir = tempfile::tempdir().unwrap();
+    let zarray = json!({"zarr_format": 2, "shape": [2], "chunks": [2], "dtype": "|S2",
+                        "compressor": null, "fill_value": "", "order": "C", "filters": null});
+    std::fs::write(dir.path().join(".zarray"), zarray.to_string()).unwrap();
+    let zattrs = json!({"_Encoding": "utf-8"});
+    std::fs::write(dir.path().join(".zattrs"), zattrs.to_string()).unwrap();
+    std::fs::write(dir.path().join("0"), b"ok\xff\xfe").unwrap();
+    let e = open_error(&dir).await;
+    assert!(
+        e.contains("chunk 0") && e.contains("element 1 is not UTF-8, which its _Encoding"),
+        "{e}"
+    );
+    // Without decode_cf, the bytes.
+    let sql = format!(
+        "SELECT encode(value, 'hex') AS v FROM read_zarr('{}', '', 'decode_cf', 'false')",
+        dir.path().display()
+    );
+    let batches = query(&context(), &sql).await.unwrap();
+    assert_eq!(
+        to_json(column(&batches, "v").as_ref()),
+        [json!("6f6b"), json!("fffe")]
+    );
+}

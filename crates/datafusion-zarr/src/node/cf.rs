@@ -2,7 +2,8 @@
 //! a time (`units: "hours since 2000-01-01"`) becomes a `Timestamp`, xarray's timedelta
 //! (`dtype: "timedelta64[s]"` beside `units: "seconds"`) a `Duration`, and packed numbers
 //! (`scale_factor`, `add_offset`) `Float64`, with the values `_FillValue` and `missing_value`
-//! name read as NULL. `scan/cf.rs` applies what this reads.
+//! name read as NULL; bytes with `_Encoding: "utf-8"` (xarray's strings written as `S`) are
+//! strings. `scan/cf.rs` applies what this reads.
 //!
 //! Times use the proleptic Gregorian calendar (`standard`, `gregorian`,
 //! `proleptic_gregorian`, or none given); times in another calendar (`noleap`, `360_day`, …),
@@ -157,6 +158,20 @@ pub(super) fn decoding(
         missing,
         scale,
     })
+}
+
+/// Whether bytes of `kind` are UTF-8 text by their attributes: xarray writes strings as `S`
+/// bytes with `_Encoding: "utf-8"` when their encoding asks for bytes (a dataset opened from
+/// netCDF keeps `dtype: S1`), and decodes them back to strings. ASCII is UTF-8; other
+/// encodings stay bytes.
+pub(super) fn utf8_text(kind: Option<&ElementKind>, attributes: &Map<String, Value>) -> bool {
+    let bytes = matches!(
+        kind,
+        Some(ElementKind::Bytes { .. } | ElementKind::VariableBytes)
+    );
+    let encoding = attributes.get("_Encoding").and_then(Value::as_str);
+    let encoding = encoding.map(|e| e.to_ascii_lowercase().replace(['-', '_'], ""));
+    bytes && matches!(encoding.as_deref(), Some("utf8" | "ascii" | "usascii"))
 }
 
 /// `units: "<unit> since <date>"` in a calendar Arrow's timestamps hold: the proleptic
@@ -377,6 +392,20 @@ mod tests {
         ] {
             assert_eq!(at(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn bytes_are_text_by_their_encoding() {
+        let bytes = ElementKind::Bytes { length_bytes: 4 };
+        let text = |kind: &ElementKind, encoding: &str| {
+            let attributes = json!({"_Encoding": encoding});
+            utf8_text(Some(kind), attributes.as_object().unwrap())
+        };
+        assert!(text(&bytes, "utf-8") && text(&bytes, "UTF8") && text(&bytes, "ascii"));
+        assert!(text(&ElementKind::VariableBytes, "utf-8"));
+        assert!(!text(&bytes, "latin-1") && !text(&bytes, "utf-16"));
+        assert!(!text(&ElementKind::Primitive(ArrowType::Int8), "utf-8"));
+        assert!(!utf8_text(Some(&bytes), &Map::new()));
     }
 
     #[test]

@@ -88,6 +88,8 @@ pub struct ArrayNode {
     pub inner: Option<Arc<InnerChunks>>,
     /// What the CF attributes ask of the stored numbers (applied under `decode_cf`).
     pub cf: Option<cf::CfDecoding>,
+    /// Bytes whose `_Encoding` says they are UTF-8 text: strings under `decode_cf`.
+    pub utf8_text: bool,
 }
 
 /// How to read the inner chunks of a sharded array one at a time (byte ranges of a shard).

@@ -197,7 +197,7 @@ pub(crate) fn to_arrow(
     }
 }
 
-/// Bytes as the column's type: `Binary`, or (`binary_as_string`) a string type, each element
+/// Bytes as the column's type: `Binary`, or (`binary_as_string`, `_Encoding`) a string type, each element
 /// checked as UTF-8 and the first that is not named. `start` is the batch's first row.
 fn as_binary_type(
     binary: ArrayRef,
@@ -222,7 +222,11 @@ fn as_binary_type(
         let (chunk, message) = match bad {
             Some(index) => {
                 let (chunk, index) = locate(start + index);
-                let message = format!("element {index} is not UTF-8, which binary_as_string needs");
+                let why = match node.utf8_text {
+                    true => "its _Encoding attribute says it is",
+                    false => "binary_as_string needs",
+                };
+                let message = format!("element {index} is not UTF-8, which {why}");
                 (chunk, message)
             }
             None => (locate(start).0, format!("binary_as_string: {e}")),
