@@ -316,6 +316,21 @@ async fn case_13_coordinate_table() {
     assert_eq!(names, ["station_index", "station"]);
 }
 
+/// Attributes holding NaN and infinities, which Python's json writes as bare `NaN` and
+/// `Infinity`, on the array, its group or another array: the stores read as xarray reads them.
+#[tokio::test]
+async fn attributes_of_nan_and_infinity_as_python_writes_them() {
+    let exp = &expected()["nan_attributes"];
+    for store in exp["stores"].as_array().unwrap() {
+        let store = fixture(store.as_str().unwrap());
+        let sql = format!("SELECT sst, other FROM read_zarr('{store}') ORDER BY time");
+        assert_eq!(Value::Array(values(&sql, "sst").await), exp["sst"], "{sql}");
+        assert_eq!(Value::Array(values(&sql, "other").await), exp["other"], "{sql}");
+        let sql = format!("SELECT sst FROM read_zarr('{store}', 'sst') ORDER BY time");
+        assert_eq!(Value::Array(values(&sql, "sst").await), exp["sst"], "{sql}");
+    }
+}
+
 /// Arrays of fewer dimensions repeat along the table's others, as xarray's `to_dataframe`
 /// repeats them: 2-D coordinates `lat(y, x)` beside `temp(time, y, x)`, `w(x, y)` in the
 /// other order, a 0-D `crs`, each chunked differently from the table; also on the rows a

@@ -252,6 +252,8 @@ fn number(value: &Value) -> Option<f64> {
     match value {
         Value::Number(n) => n.as_f64(),
         Value::String(s) if s == "NaN" => Some(f64::NAN),
+        Value::String(s) if s == "Infinity" => Some(f64::INFINITY),
+        Value::String(s) if s == "-Infinity" => Some(f64::NEG_INFINITY),
         Value::String(s) => {
             let bytes = base64::prelude::BASE64_STANDARD.decode(s).ok()?;
             match bytes.len() {

@@ -4,7 +4,8 @@
 
 use serde_json::{Map, Value};
 
-use super::{GroupNode, Node, display_in, parse_json, v2, v3, validate};
+use super::json::parse_json;
+use super::{GroupNode, Node, display_in, v2, v3, validate};
 use crate::error::{Result, ZarrError};
 use crate::limits::Limits;
 use crate::store::{ZarrStore, join_key, normalize_node_path};

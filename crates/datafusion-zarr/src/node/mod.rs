@@ -8,12 +8,14 @@
 //! `<U`, which zarrs rejects, included); [`numpy_types`] NumPy's datetime, timedelta and `S`
 //! types, handed to zarrs as the storage it reads; [`validate`] holds the checks where the
 //! `fixed_length_utf32` specification and Zarr are stricter than zarr-python or zarrs;
-//! [`cf`] reads the CF conventions of its attributes (times, packed numbers);
+//! [`cf`] reads the CF conventions of its attributes (times, packed numbers); [`json`] parses
+//! documents as Python writes them (bare `NaN`);
 //! [`array`] builds the [`ArrayNode`]: the zarrs array, the element kind, the shard layout.
 
 mod array;
 pub mod cf;
 mod discover;
+mod json;
 mod numpy_types;
 mod v2;
 mod v3;
@@ -28,6 +30,7 @@ use zarrs::array::Array;
 use crate::codecs::shard_index::ShardIndexLayout;
 use crate::error::{Result, ZarrError};
 use crate::limits::Limits;
+use json::parse_json;
 
 pub(crate) use discover::open_node;
 pub(crate) use numpy_types::NAT;
@@ -199,12 +202,6 @@ pub(crate) fn parse_array(
             v3::array(location, path, doc, limits)
         }
     }
-}
-
-/// Parses JSON with serde_json's nesting limit (128), so deeply nested input is an error, not
-/// a stack overflow.
-fn parse_json(bytes: &[u8]) -> std::result::Result<Value, serde_json::Error> {
-    serde_json::from_slice(bytes)
 }
 
 fn array_name(path: &str) -> String {
