@@ -325,7 +325,11 @@ async fn attributes_of_nan_and_infinity_as_python_writes_them() {
         let store = fixture(store.as_str().unwrap());
         let sql = format!("SELECT sst, other FROM read_zarr('{store}') ORDER BY time");
         assert_eq!(Value::Array(values(&sql, "sst").await), exp["sst"], "{sql}");
-        assert_eq!(Value::Array(values(&sql, "other").await), exp["other"], "{sql}");
+        assert_eq!(
+            Value::Array(values(&sql, "other").await),
+            exp["other"],
+            "{sql}"
+        );
         let sql = format!("SELECT sst FROM read_zarr('{store}', 'sst') ORDER BY time");
         assert_eq!(Value::Array(values(&sql, "sst").await), exp["sst"], "{sql}");
     }
