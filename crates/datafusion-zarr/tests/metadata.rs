@@ -519,3 +519,42 @@ async fn bytes_encoded_as_utf8_that_are_not_name_the_element() {
         [json!("6f6b"), json!("fffe")]
     );
 }
+
+/// A coordinate is read whole to prune by it only within a bound (the smaller of
+/// `max_chunk_bytes` and 128 MiB): metadata of a few hundred bytes can declare gigabytes.
+/// Beyond it the filter is the scan's, with the same answer.
+#[tokio::test]
+async fn a_coordinate_beyond_the_bound_is_not_read_whole_to_prune() {
+    let dir = tempfile::tempdir().unwrap();
+    let group = dir.path();
+    let (len, chunk) = (1u64 << 17, 1u64 << 14);
+    write_node(group, "", &json!({"zarr_format": 3, "node_type": "group"}));
+    // No chunks: x is 0.0 everywhere (1 MiB declared), v is 1.
+    let x = v3_array(&[len], &[chunk], "float64", json!(0.0), json!(["x"]));
+    write_node(group, "x", &x);
+    write_node(
+        group,
+        "v",
+        &v3_array(&[len], &[chunk], "int8", json!(1), json!(["x"])),
+    );
+    for (max_chunk_bytes, chunks) in [("1048576", 0), ("524288", len / chunk)] {
+        let sql = format!(
+            "SELECT v FROM read_zarr('{}', '', 'max_chunk_bytes', '{max_chunk_bytes}') \
+             WHERE x = 5 OR x < -1",
+            group.display()
+        );
+        let ctx = context();
+        let plan = query(&ctx, &format!("EXPLAIN {sql}")).await.unwrap();
+        let plan = arrow::util::pretty::pretty_format_batches(&plan)
+            .unwrap()
+            .to_string();
+        assert!(plan.contains(&format!("chunks={chunks}")), "{plan}");
+        let rows: usize = query(&ctx, &sql)
+            .await
+            .unwrap()
+            .iter()
+            .map(|b| b.num_rows())
+            .sum();
+        assert_eq!(rows, 0, "{sql}");
+    }
+}

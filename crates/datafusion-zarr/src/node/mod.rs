@@ -126,6 +126,20 @@ impl InnerChunks {
 }
 
 impl ArrayNode {
+    /// The decoded size of a box of `extent` of the array as its metadata declares it (a
+    /// variable-length element counts as its offset), saturating: the estimate budgets and
+    /// bounds compare before reading.
+    pub(crate) fn declared_bytes(&self, extent: &[u64]) -> u64 {
+        let per_element = self
+            .zarrs()
+            .ok()
+            .and_then(|a| a.data_type().fixed_size())
+            .map_or(crate::limits::VARIABLE_ELEMENT_BYTES, |size| size as u64);
+        extent
+            .iter()
+            .fold(per_element, |acc, &e| acc.saturating_mul(e))
+    }
+
     /// The zarrs array, or the "unsupported data type" error.
     pub fn zarrs(&self) -> Result<&Arc<ZarrsArray>> {
         self.array

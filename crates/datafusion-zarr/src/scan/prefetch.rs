@@ -25,7 +25,7 @@ use futures::future::{BoxFuture, join_all, try_join_all};
 use futures::stream::FuturesOrdered;
 
 use crate::error::{Result, ZarrError};
-use crate::limits::{Limits, VARIABLE_ELEMENT_BYTES};
+use crate::limits::Limits;
 use crate::node::ArrayNode;
 use crate::scan::fetch::{Objects, ReadCounts, ShardIndexes, fetch_chunks, fetch_whole_chunks};
 use crate::scan::grid::{ReadGrid, UnitGrid};
@@ -209,7 +209,7 @@ impl Prefetcher {
                 .into_iter()
                 .filter(|c| last.as_ref() != Some(c))
                 .collect();
-            declared = declared.saturating_add(declared_bytes(&column.array, &extent));
+            declared = declared.saturating_add(column.array.declared_bytes(&extent));
             *last = new_last;
             columns.push((column.clone(), wanted));
         }
@@ -367,18 +367,6 @@ async fn fetch_together(
         .filter(|_| files > 0)
         .map(|t| read_as_from_memory(t, files, total.bytes_read));
     Ok(Fetched { units, from_memory })
-}
-
-/// The decoded size of a box of `extent` of `array`: the budget's estimate of its fetch.
-fn declared_bytes(array: &ArrayNode, extent: &[u64]) -> u64 {
-    let per_element = array
-        .zarrs()
-        .ok()
-        .and_then(|a| a.data_type().fixed_size())
-        .map_or(VARIABLE_ELEMENT_BYTES, |size| size as u64);
-    extent
-        .iter()
-        .fold(per_element, |acc, &e| acc.saturating_mul(e))
 }
 
 #[cfg(test)]

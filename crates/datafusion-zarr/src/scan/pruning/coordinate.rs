@@ -1,5 +1,6 @@
 //! Pruning on coordinate columns: each coordinate's own conjuncts are answered on its values
-//! (read once, whole: a coordinate is a 1-D array as long as its dimension), by binary search
+//! (read once, whole: a coordinate is a 1-D array as long as its dimension; one larger than
+//! [`MAX_WHOLE_COORDINATE_BYTES`] or `max_chunk_bytes` is not read), by binary search
 //! where the coordinate is monotonic, else by evaluating them on every value. A unit is kept
 //! only if its range along the coordinate's dimension holds a matching value.
 
@@ -20,6 +21,11 @@ use crate::scan::fetch::ReadCounts;
 use crate::scan::filter::ScanFilter;
 use crate::scan::read::{ColumnCache, read_region};
 use crate::table::{ColumnSource, TableModel};
+
+/// The largest coordinate (declared decoded bytes) read whole to prune by it, if
+/// `max_chunk_bytes` is not smaller: 16 million `float64` values, far more than the
+/// coordinates of real grids and time series, which are 1-D and small beside their data.
+pub(crate) const MAX_WHOLE_COORDINATE_BYTES: u64 = 128 << 20;
 
 /// Clears in `keep` the units that no coordinate value matching `filters` falls in.
 pub(super) async fn prune(
@@ -46,6 +52,12 @@ pub(super) async fn prune(
             continue;
         }
         let len = model.shape[*dim];
+        // Read whole only within a bound: a coordinate of 2^28 float64 values (2 GiB, in
+        // metadata of a few hundred bytes) took 4 GiB to plan. Beyond it, the filter is left
+        // to the scan's, as for a grid of more than MAX_PLANNED_UNITS chunks.
+        if array.declared_bytes(&[len]) > model.limits.chunk.bytes.min(MAX_WHOLE_COORDINATE_BYTES) {
+            continue;
+        }
         let region = read_region(
             &model.store,
             array,
