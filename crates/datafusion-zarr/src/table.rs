@@ -49,6 +49,14 @@ pub(crate) enum ColumnSource {
     },
 }
 
+/// Where a group's array goes in its table.
+enum Placement {
+    /// The table's shape, along its dimensions: element by element.
+    Aligned,
+    /// The table dimension of each of the array's dimensions (fewer, or in another order).
+    Along(Vec<usize>),
+}
+
 /// One column of the table.
 #[derive(Debug, Clone)]
 pub(crate) struct Column {
@@ -217,10 +225,12 @@ impl TableModel {
                 format!("group has no arrays of a supported data type to form a table{subgroups}"),
             ));
         }
-        // The table's shape is the arrays' of the most dimensions. An array of fewer dimensions,
-        // all named and all the table's, is repeated along the others, as xarray's
-        // `to_dataframe` does (a station's name beside its hourly readings, a 0-D `crs` in
-        // every row); any other shape is an error.
+        // The table's shape is the arrays' of the most dimensions. An array of that shape
+        // along the same dimensions is read element by element. Any other array whose
+        // dimensions are all named and all the table's goes where xarray's `to_dataframe`
+        // puts it: repeated along the table's other dimensions (a station's name beside its
+        // hourly readings, a 0-D `crs` in every row), and transposed (`h(xi, eta)` beside
+        // `mask(eta, xi)`). Anything else is an error.
         let ndim = values.iter().map(|a| a.shape.len()).max().unwrap_or(0);
         let widest: Vec<&Arc<ArrayNode>> =
             values.iter().filter(|a| a.shape.len() == ndim).collect();
@@ -228,11 +238,15 @@ impl TableModel {
         // most dimensions (the first of them).
         let named_dims = |a: &&&Arc<ArrayNode>| a.dimension_names.iter().flatten().count();
         let grid: Option<&Arc<ArrayNode>> = widest.iter().rev().max_by_key(named_dims).copied();
-        // The table dimension of each of `a`'s dimensions, when `a` has fewer.
-        let along = |a: &ArrayNode| -> Option<Vec<usize>> {
+        let place = |a: &ArrayNode| -> Option<Placement> {
             let grid = grid?;
-            if a.shape.len() >= ndim {
-                return None;
+            // An unnamed dimension matches any name.
+            let aligned = a.shape == grid.shape
+                && (a.dimension_names.iter())
+                    .zip(&grid.dimension_names)
+                    .all(|(x, g)| x.is_none() || g.is_none() || x == g);
+            if aligned {
+                return Some(Placement::Aligned);
             }
             let mut dims = Vec::with_capacity(a.shape.len());
             for (name, len) in a.dimension_names.iter().zip(&a.shape) {
@@ -246,70 +260,28 @@ impl TableModel {
                 }
                 dims.push(dim);
             }
-            Some(dims)
+            Some(Placement::Along(dims))
         };
-        let misfits = |a: &&Arc<ArrayNode>| a.shape.len() == ndim || along(a).is_none();
-        let shapes: BTreeSet<Vec<u64>> = values
-            .iter()
-            .filter(misfits)
-            .map(|a| a.shape.clone())
-            .collect();
-        if shapes.len() > 1 {
-            let listing: Vec<String> = shapes
-                .iter()
-                .map(|s| {
-                    let names: Vec<&str> = values
-                        .iter()
-                        .filter(misfits)
-                        .filter(|a| &a.shape == s)
-                        .map(|a| a.name.as_str())
-                        .collect();
-                    format!("{s:?} ({})", names.join(", "))
-                })
-                .collect();
+        let misfits: Vec<&Arc<ArrayNode>> = values.iter().filter(|a| place(a).is_none()).collect();
+        if let (Some(grid), false) = (grid, misfits.is_empty()) {
+            let describe = |x: &ArrayNode| {
+                let names: Vec<&str> = (x.dimension_names.iter())
+                    .map(|d| d.as_deref().unwrap_or("?"))
+                    .collect();
+                format!("{} {:?} ({})", x.name, x.shape, names.join(", "))
+            };
+            let misfits: Vec<String> = misfits.iter().map(|a| describe(a)).collect();
             return Err(ZarrError::metadata(
                 &group.display,
                 format!(
-                    "the group's arrays have different shapes: {}; choose arrays of one shape \
-                     (and 1-D arrays along their named dimensions) with the option 'arrays' \
-                     (comma-separated)",
-                    listing.join("; ")
+                    "the group's arrays have different shapes or dimensions: the table's are \
+                     those of {}, and {} neither has them nor lies along some of its named \
+                     dimensions (pairing values by position would pair different places); \
+                     choose arrays with the option 'arrays' (comma-separated)",
+                    describe(grid),
+                    misfits.join(", ")
                 ),
             ));
-        }
-        // Arrays of one shape are zipped element by element, which is right only when they lie
-        // along the same dimensions: u(lat, lon) beside v(lon, lat) of a square grid would pair
-        // values of different places. xarray aligns by name; an unnamed dimension matches any.
-        for dim in 0..ndim {
-            let mut named = widest
-                .iter()
-                .filter_map(|a| Some((a, a.dimension_names.get(dim)?.as_ref()?)));
-            let Some((a, a_dim)) = named.next() else {
-                continue;
-            };
-            if let Some((b, _)) = named.find(|(_, b_dim)| b_dim != &a_dim) {
-                let dims = |x: &ArrayNode| {
-                    let names: Vec<&str> = x
-                        .dimension_names
-                        .iter()
-                        .map(|d| d.as_deref().unwrap_or("?"))
-                        .collect();
-                    format!("{} ({})", x.name, names.join(", "))
-                };
-                return Err(ZarrError::metadata(
-                    &group.display,
-                    format!(
-                        "arrays {} and {} have the same shape but lie along different \
-                         dimensions: {}, {}; a table pairs their values by position, which \
-                         would match values of different places; choose arrays of the same \
-                         dimensions with the option 'arrays' (comma-separated)",
-                        a.name,
-                        b.name,
-                        dims(a),
-                        dims(b)
-                    ),
-                ));
-            }
         }
         let Some(first) = grid.map(Arc::clone) else {
             return Err(ZarrError::internal("a group table without arrays"));
@@ -353,14 +325,16 @@ impl TableModel {
         for array in &values {
             let (name, data_type) = (array.name.clone(), arrow_type(array, &options)?);
             let array = array.clone();
-            let source = match along(&array).as_deref() {
+            let source = match place(&array) {
                 // Read and pruned as a coordinate is.
-                Some(&[dim]) => ColumnSource::Coordinate { dim, array },
-                Some(dims) => ColumnSource::Broadcast {
-                    dims: dims.to_vec(),
-                    array,
-                },
-                None => ColumnSource::Value { array },
+                Some(Placement::Along(dims)) if ndim > 1 && dims.len() == 1 => {
+                    ColumnSource::Coordinate {
+                        dim: dims[0],
+                        array,
+                    }
+                }
+                Some(Placement::Along(dims)) => ColumnSource::Broadcast { dims, array },
+                Some(Placement::Aligned) | None => ColumnSource::Value { array },
             };
             columns.push(Column {
                 name,

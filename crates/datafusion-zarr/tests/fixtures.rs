@@ -337,8 +337,8 @@ async fn attributes_of_nan_and_infinity_as_python_writes_them() {
 
 /// Arrays of fewer dimensions repeat along the table's others, as xarray's `to_dataframe`
 /// repeats them: 2-D coordinates `lat(y, x)` beside `temp(time, y, x)`, `w(x, y)` in the
-/// other order, a 0-D `crs`, each chunked differently from the table; also on the rows a
-/// string filter selects.
+/// other order, `vt(x, time, y)` transposed, a 0-D `crs`, each chunked differently from the
+/// table; also on the rows a string filter selects.
 #[tokio::test]
 async fn arrays_of_fewer_dimensions_repeat_as_xarrays_to_dataframe_repeats_them() {
     let exp = &expected()["broadcast"];

@@ -359,19 +359,40 @@ async fn open_error_at(store: &std::path::Path, path: &str) -> String {
     }
 }
 
-/// Arrays of one shape are zipped by position only when they lie along the same dimensions:
-/// a square u(lat, lon) beside v(lon, lat) would pair values of different places.
+/// Arrays of the table's rank pair by dimension name, as xarray aligns them: `v(lon, lat)`
+/// beside `u(lat, lon)` of a square grid is read transposed, not zipped by position. Arrays
+/// of one shape along other dimensions are an error.
 #[tokio::test]
-async fn arrays_of_one_shape_along_different_dimensions_are_an_error() {
+async fn arrays_of_the_tables_rank_pair_by_dimension_name() {
     let array =
         |shape: &[u64], dims: &Value| v3_array(shape, shape, "int64", json!(0), dims.clone());
+    let chunk =
+        |values: &[i64]| -> Vec<u8> { values.iter().flat_map(|v| v.to_le_bytes()).collect() };
+    let dir = tempfile::tempdir().unwrap();
+    let group = dir.path();
+    write_node(group, "", &json!({"zarr_format": 3, "node_type": "group"}));
+    write_node(group, "u", &array(&[2, 2], &json!(["lat", "lon"])));
+    write_node(group, "v", &array(&[2, 2], &json!(["lon", "lat"])));
+    for (name, values) in [("u", [1, 2, 3, 4]), ("v", [10, 20, 30, 40])] {
+        std::fs::create_dir_all(group.join(name).join("c/0")).unwrap();
+        std::fs::write(group.join(name).join("c/0/0"), chunk(&values)).unwrap();
+    }
+    let sql = format!(
+        "SELECT lat, lon, u, v FROM read_zarr('{}') ORDER BY lat, lon",
+        group.display()
+    );
+    let batches = query(&context(), &sql).await.unwrap();
+    // v[lon][lat] beside u[lat][lon].
+    assert_eq!(
+        to_json(column(&batches, "u").as_ref()),
+        [1, 2, 3, 4].map(|v| json!(v))
+    );
+    assert_eq!(
+        to_json(column(&batches, "v").as_ref()),
+        [10, 30, 20, 40].map(|v| json!(v))
+    );
+
     let cases = [
-        (
-            vec![2, 2],
-            json!(["lat", "lon"]),
-            json!(["lon", "lat"]),
-            false,
-        ),
         (
             vec![2, 3],
             json!(["time", "x"]),
@@ -399,10 +420,12 @@ async fn arrays_of_one_shape_along_different_dimensions_are_an_error() {
             assert!(batches[0].schema().field_with_name("time").is_ok());
         } else {
             let e = open_error_at(group, "").await;
+            let described =
+                |name: &str, dims: &Value| format!("{name} {shape:?} ({})", dims_list(dims));
             assert!(
-                e.contains("lie along different dimensions")
-                    && e.contains(&format!("u ({})", dims_list(&dims_u)))
-                    && e.contains(&format!("v ({})", dims_list(&dims_v))),
+                e.contains("different shapes or dimensions")
+                    && e.contains(&format!("those of {}", described("u", &dims_u)))
+                    && e.contains(&format!("and {} neither", described("v", &dims_v))),
                 "{dims_u} {dims_v}: {e}"
             );
             // With the option 'arrays', one of them alone is a table.
@@ -465,7 +488,7 @@ async fn one_dimensional_arrays_repeat_along_the_tables_other_dimensions() {
         write(name, array(shape, dims, 0));
         let e = open_error_at(group, "").await;
         assert!(
-            e.contains("different shapes") && e.contains(&format!("({name})")),
+            e.contains("different shapes") && e.contains(&format!("{name} [")),
             "{name}: {e}"
         );
         std::fs::remove_dir_all(group.join(name)).unwrap();
