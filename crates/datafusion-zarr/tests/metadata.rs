@@ -581,3 +581,44 @@ async fn a_coordinate_beyond_the_bound_is_not_read_whole_to_prune() {
         assert_eq!(rows, 0, "{sql}");
     }
 }
+
+/// xarray's `_ARRAY_DIMENSIONS` (Zarr V2) must be a list of strings (or nulls), one per
+/// dimension; anything else is an error naming the attribute, as xarray refuses it.
+#[tokio::test]
+async fn array_dimensions_that_are_not_a_list_of_names_are_an_error() {
+    for (dims, error) in [
+        (
+            json!("xy"),
+            Some("_ARRAY_DIMENSIONS must be a list of strings"),
+        ),
+        (
+            json!([1, null]),
+            Some("_ARRAY_DIMENSIONS must be a list of strings"),
+        ),
+        (
+            json!(["x"]),
+            Some("_ARRAY_DIMENSIONS has 1 names for 2 dimensions"),
+        ),
+        (json!(["y", null]), None),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let zarray = json!({"zarr_format": 2, "shape": [2, 2], "chunks": [2, 2], "dtype": "<i4",
+                            "compressor": null, "fill_value": 0, "order": "C", "filters": null});
+        std::fs::write(dir.path().join(".zarray"), zarray.to_string()).unwrap();
+        let zattrs = json!({ "_ARRAY_DIMENSIONS": dims });
+        std::fs::write(dir.path().join(".zattrs"), zattrs.to_string()).unwrap();
+        match error {
+            Some(error) => {
+                let e = open_error(&dir).await;
+                assert!(e.contains(error), "{dims}: {e}");
+            }
+            None => {
+                let sql = format!("SELECT * FROM read_zarr('{}')", dir.path().display());
+                let batches = query(&context(), &sql).await.unwrap();
+                let schema = batches[0].schema();
+                let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+                assert_eq!(names, ["y", "dim_1", "value"]);
+            }
+        }
+    }
+}

@@ -93,11 +93,11 @@ pub(super) fn decoding(
         None => None,
     };
     // netCDF's flag for bytes of the other signedness than their type (netCDF-3 has no
-    // unsigned types; xarray writes "false" for signed data it stores unsigned).
-    let unsigned_attribute = match attributes.get("_Unsigned") {
-        Some(Value::Bool(b)) => Some(*b),
-        Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => Some(true),
-        Some(Value::String(s)) if s.eq_ignore_ascii_case("false") => Some(false),
+    // unsigned types; xarray writes "false" for signed data it stores unsigned). xarray
+    // applies only these two strings, as written; so does this.
+    let unsigned_attribute = match attributes.get("_Unsigned").and_then(Value::as_str) {
+        Some("true") => Some(true),
+        Some("false") => Some(false),
         _ => None,
     };
     let twin = match (stored, unsigned_attribute) {
@@ -529,7 +529,12 @@ mod tests {
         assert!(signed.reinterpret);
         assert_eq!(signed.arrow_type(), ArrowType::Int8);
         assert_eq!(signed.missing, vec![-1.0, -3.0]);
-        // "false" on signed ones and "true" on unsigned ones change nothing.
+        // "false" on signed ones and "true" on unsigned ones change nothing; nor do other
+        // spellings, which xarray ignores.
+        for ignored in [json!(true), json!("TRUE"), json!("yes")] {
+            let attributes = json!({"_Unsigned": ignored});
+            assert_eq!(decode(ArrowType::Int8, attributes, None), None);
+        }
         assert_eq!(
             decode(ArrowType::Int8, json!({"_Unsigned": "false"}), None),
             None

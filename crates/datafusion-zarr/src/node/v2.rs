@@ -33,10 +33,20 @@ pub(super) fn array(
         .get("shape")
         .and_then(Value::as_array)
         .map_or(0, Vec::len);
-    let dimension_names: Vec<Option<String>> = match attributes
-        .get("_ARRAY_DIMENSIONS")
-        .and_then(Value::as_array)
-    {
+    // xarray's names of the dimensions: a list of strings (xarray refuses anything else).
+    let names = attributes.get("_ARRAY_DIMENSIONS").filter(|n| !n.is_null());
+    let listed = names.map(|names| {
+        let names = names
+            .as_array()
+            .filter(|l| l.iter().all(|n| n.is_string() || n.is_null()));
+        names.ok_or_else(|| {
+            ZarrError::metadata(
+                &display,
+                "_ARRAY_DIMENSIONS must be a list of strings (the names of the dimensions)",
+            )
+        })
+    });
+    let dimension_names: Vec<Option<String>> = match listed.transpose()? {
         Some(names) if names.len() == shape_len => names
             .iter()
             .map(|n| n.as_str().map(str::to_string))
