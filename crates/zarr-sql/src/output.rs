@@ -35,7 +35,8 @@ pub struct Printer {
 /// Writes one result's batches as they arrive.
 pub enum Sink {
     Table(SchemaRef, Vec<RecordBatch>),
-    Csv(Box<arrow::csv::Writer<std::io::Stdout>>),
+    /// The schema, for the header of a result without batches.
+    Csv(SchemaRef, Box<arrow::csv::Writer<std::io::Stdout>>, bool),
     Json(arrow::json::ArrayWriter<std::io::Stdout>),
     Ndjson(arrow::json::LineDelimitedWriter<std::io::Stdout>),
 }
@@ -46,11 +47,15 @@ impl Printer {
         let out = std::io::stdout();
         Ok(match self.format {
             Format::Table => Sink::Table(schema, Vec::new()),
-            Format::Csv => Sink::Csv(Box::new(
-                arrow::csv::WriterBuilder::new()
-                    .with_header(true)
-                    .build(out),
-            )),
+            Format::Csv => Sink::Csv(
+                schema,
+                Box::new(
+                    arrow::csv::WriterBuilder::new()
+                        .with_header(true)
+                        .build(out),
+                ),
+                false,
+            ),
             Format::Json => Sink::Json(arrow::json::ArrayWriter::new(out)),
             Format::Ndjson => Sink::Ndjson(arrow::json::LineDelimitedWriter::new(out)),
         })
@@ -73,7 +78,10 @@ impl Sink {
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         match self {
             Sink::Table(_, batches) => batches.push(batch.clone()),
-            Sink::Csv(w) => w.write(batch)?,
+            Sink::Csv(_, w, wrote) => {
+                w.write(batch)?;
+                *wrote = true;
+            }
             Sink::Json(w) => w.write(batch)?,
             Sink::Ndjson(w) => w.write(batch)?,
         }
@@ -89,7 +97,11 @@ impl Sink {
                 let mut out = std::io::stdout().lock();
                 writeln!(out, "{table}").map_err(ArrowError::from)?;
             }
-            Sink::Csv(w) => {
+            Sink::Csv(schema, mut w, wrote) => {
+                // The header of a result of no rows, as `--help` promises a header row.
+                if !wrote {
+                    w.write(&RecordBatch::new_empty(schema))?;
+                }
                 w.into_inner().flush().map_err(ArrowError::from)?;
             }
             Sink::Json(mut w) => {

@@ -40,6 +40,10 @@ fn formats() {
     let sql = format!("SELECT dim_0, value FROM read_zarr('{U7}') WHERE dim_0 < 2 ORDER BY dim_0");
     let csv = zarr_sql(&["-q", "--format", "csv", "-c", &sql]);
     assert_eq!(stdout(&csv), "dim_0,value\n0,ab\n1,héllo\n");
+    // A result of no rows still has its header.
+    let none = format!("SELECT dim_0, value FROM read_zarr('{U7}') WHERE dim_0 > 1000");
+    let empty = zarr_sql(&["-q", "--format", "csv", "-c", &none]);
+    assert_eq!(stdout(&empty), "dim_0,value\n");
     let json = zarr_sql(&["-q", "--format", "json", "-c", &sql]);
     assert_eq!(
         stdout(&json),
