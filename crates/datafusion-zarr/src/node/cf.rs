@@ -297,7 +297,16 @@ fn reference_date(text: &str) -> Option<NaiveDateTime> {
         Some(at) => (&text[..at], text[at + 1..].trim()),
         None => (text, ""),
     };
-    // `2000`, `2000-01` and `2000-1-1` (pandas reads the first two as the first day).
+    // `2000`, `2000-01` and `2000-1-1` (pandas reads the first two as the first day), and
+    // `20000101`, which pandas reads too.
+    let compact;
+    let date = match date.as_bytes() {
+        digits if digits.len() == 8 && digits.iter().all(u8::is_ascii_digit) => {
+            compact = format!("{}-{}-{}", &date[..4], &date[4..6], &date[6..]);
+            compact.as_str()
+        }
+        _ => date,
+    };
     let mut parts = date.split('-');
     let year: i32 = parts.next()?.parse().ok()?;
     let month: u32 = parts.next().map_or(Some(1), |m| m.parse().ok())?;
@@ -343,6 +352,14 @@ fn zone_minutes(zone: &str) -> Option<i64> {
     {
         return Some(0);
     }
+    // `UTC+1` and `GMT+1` read as POSIX zones, as pandas (dateutil) reads them for xarray:
+    // the sign is reversed, so `00:00 UTC+1` is 01:00 UTC.
+    let named = zone
+        .get(..3)
+        .filter(|z| z.eq_ignore_ascii_case("UTC") || z.eq_ignore_ascii_case("GMT"));
+    if named.is_some() {
+        return zone_minutes(&zone[3..]).map(|minutes| -minutes);
+    }
     let (sign, digits) = match zone.split_at_checked(1)? {
         ("+", rest) => (1, rest),
         ("-", rest) => (-1, rest),
@@ -385,12 +402,19 @@ mod tests {
         assert_eq!(at("1970-01"), Some(0));
         assert_eq!(at("1971"), Some(365 * 86_400_000_000));
         assert_eq!(at("1970-01-01 01:00:00 GMT"), Some(3_600_000_000));
+        // As pandas reads them for xarray: 8 digits, and UTC+h as a POSIX zone (reversed).
+        assert_eq!(at("19700102"), Some(86_400_000_000));
+        assert_eq!(at("1970-01-01 00:00:00 UTC+1"), Some(3_600_000_000));
+        assert_eq!(at("1970-01-01 00:00:00 GMT+1"), Some(3_600_000_000));
+        assert_eq!(at("1970-01-01T00:00:00+01:00"), Some(-3_600_000_000));
         for bad in [
             "",
             "yesterday",
             "2000-13-01",
             "2000-01-01 25:00",
             "2000-01-01 +5x",
+            "2000-01-01 UTC+",
+            "200001011",
         ] {
             assert_eq!(at(bad), None, "{bad}");
         }
