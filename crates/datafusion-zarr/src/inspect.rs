@@ -51,6 +51,14 @@ async fn describe(store: &ZarrStore, node: Node, options: &ZarrOptions) -> Resul
                 v["table"] = table_schema(store, &Node::Array(array.clone()), options);
                 children.push(v);
             }
+            // Arrays whose metadata is invalid are listed with why.
+            for array in &group.unreadable {
+                children.push(json!({
+                    "node_type": "array",
+                    "path": join_key(&group.path, &array.name),
+                    "error": array.error,
+                }));
+            }
             for name in &group.groups {
                 let mut child_options = options.clone();
                 child_options.path = join_key(&group.path, name);

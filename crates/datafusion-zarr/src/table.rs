@@ -14,7 +14,7 @@ use arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaRef};
 
 use crate::error::{Result, ZarrError};
 use crate::limits::Limits;
-use crate::node::{ArrayNode, ElementKind, GroupNode, Node};
+use crate::node::{ArrayNode, ElementKind, GroupNode, Node, UnreadableArray};
 use crate::options::{StringType, ZarrOptions};
 use crate::store::ZarrStore;
 
@@ -183,6 +183,16 @@ impl TableModel {
         let coordinates: Vec<Arc<ArrayNode>> =
             all.iter().filter(|a| is_coordinate(a)).cloned().collect();
 
+        // A table of every array names one whose metadata is invalid; naming others skips it.
+        let named = |u: &&UnreadableArray| {
+            options
+                .arrays
+                .as_ref()
+                .is_none_or(|names| names.contains(&u.name))
+        };
+        if let Some(unreadable) = group.unreadable.iter().find(named) {
+            return Err(unreadable.error(&group.display));
+        }
         let values: Vec<Arc<ArrayNode>> = match &options.arrays {
             Some(names) => {
                 let mut picked = Vec::new();

@@ -348,15 +348,11 @@ fn write_node(root: &std::path::Path, path: &str, doc: &Value) {
 }
 
 async fn open_error_at(store: &std::path::Path, path: &str) -> String {
-    let ctx = context();
-    let sql = format!("SELECT * FROM read_zarr('{}', '{path}')", store.display());
-    match ctx.sql(&sql).await {
-        Ok(df) => match df.collect().await {
-            Ok(_) => panic!("{sql} should fail"),
-            Err(e) => e.to_string(),
-        },
-        Err(e) => e.to_string(),
-    }
+    error_of(&format!(
+        "SELECT * FROM read_zarr('{}', '{path}')",
+        store.display()
+    ))
+    .await
 }
 
 /// Arrays of the table's rank pair by dimension name, as xarray aligns them: `v(lon, lat)`
@@ -620,5 +616,64 @@ async fn array_dimensions_that_are_not_a_list_of_names_are_an_error() {
                 assert_eq!(names, ["y", "dim_1", "value"]);
             }
         }
+    }
+}
+
+/// One array of invalid metadata leaves its group readable: the table of every array names
+/// it and why, the others can be chosen with `arrays`, and `inspect` lists it with why.
+#[tokio::test]
+async fn an_array_of_invalid_metadata_leaves_its_group_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let group = dir.path();
+    write_node(group, "", &json!({"zarr_format": 3, "node_type": "group"}));
+    write_node(
+        group,
+        "a",
+        &v3_array(&[3], &[3], "int32", json!(7), json!(["x"])),
+    );
+    let mut bad = v3_array(&[3], &[3], "int32", json!(0), json!(["x"]));
+    bad["chunk_grid"]["configuration"]["chunk_shape"] = json!([0]);
+    write_node(group, "b", &bad);
+    let e = open_error_at(group, "").await;
+    assert!(
+        e.contains("its array b cannot be read") && e.contains("option 'arrays'"),
+        "{e}"
+    );
+    let sql = format!(
+        "SELECT a FROM read_zarr('{}', '', 'arrays', 'a')",
+        group.display()
+    );
+    let batches = query(&context(), &sql).await.unwrap();
+    assert_eq!(to_json(column(&batches, "a").as_ref()), vec![json!(7); 3]);
+    let e = error_of(&format!(
+        "SELECT * FROM read_zarr('{}', '', 'arrays', 'a,b')",
+        group.display()
+    ))
+    .await;
+    assert!(e.contains("its array b cannot be read"), "{e}");
+
+    let tree = datafusion_zarr::inspect(
+        &datafusion::execution::runtime_env::RuntimeEnv::default(),
+        group.to_str().unwrap(),
+        &datafusion_zarr::ZarrOptions::default(),
+    )
+    .await
+    .unwrap();
+    let children = tree["children"].as_array().unwrap();
+    assert_eq!(children[0]["path"], "a");
+    assert_eq!(children[1]["path"], "b");
+    assert!(
+        children[1]["error"].as_str().unwrap().contains("/b: "),
+        "{tree}"
+    );
+}
+
+async fn error_of(sql: &str) -> String {
+    match context().sql(sql).await {
+        Ok(df) => match df.collect().await {
+            Ok(_) => panic!("{sql} should fail"),
+            Err(e) => e.to_string(),
+        },
+        Err(e) => e.to_string(),
     }
 }

@@ -79,6 +79,10 @@ fn render(node: &Value, depth: usize, out: &mut String) {
         }
         return;
     }
+    if let Some(e) = node["error"].as_str() {
+        out.push_str(&format!("{pad}{shown} (array): cannot be read: {e}\n"));
+        return;
+    }
     let dt = &node["data_type"];
     let dtype = match dt["name"].as_str() {
         Some("fixed_length_utf32") => format!(

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::json::parse_json;
-use super::{GroupNode, Node, display_in, v2, v3, validate};
+use super::{ArrayNode, GroupNode, Node, UnreadableArray, display_in, v2, v3, validate};
 use crate::error::{Result, ZarrError};
 use crate::limits::Limits;
 use crate::store::{ZarrStore, join_key, normalize_node_path};
@@ -71,8 +71,7 @@ async fn open_v3(store: &ZarrStore, path: &str, doc: Value, limits: &Limits) -> 
         )?)),
         Some("group") => {
             let attributes = attributes_of(&doc);
-            let mut arrays = Vec::new();
-            let mut groups = Vec::new();
+            let (mut arrays, mut unreadable, mut groups) = (Vec::new(), Vec::new(), Vec::new());
             let consolidated = doc
                 .get("consolidated_metadata")
                 .and_then(|c| c.get("metadata"))
@@ -83,12 +82,15 @@ async fn open_v3(store: &ZarrStore, path: &str, doc: Value, limits: &Limits) -> 
                 for (name, child) in entries.iter().filter(|(k, _)| !k.contains('/')) {
                     let child_path = join_key(path, name);
                     match child.get("node_type").and_then(Value::as_str) {
-                        Some("array") => arrays.push(v3::array(
-                            store.display_location(),
-                            &child_path,
-                            child.clone(),
-                            limits,
-                        )?),
+                        Some("array") => {
+                            let array = v3::array(
+                                store.display_location(),
+                                &child_path,
+                                child.clone(),
+                                limits,
+                            );
+                            keep(array, name, &mut arrays, &mut unreadable)?;
+                        }
                         Some("group") => groups.push(name.clone()),
                         _ => {
                             return Err(ZarrError::metadata(
@@ -107,12 +109,11 @@ async fn open_v3(store: &ZarrStore, path: &str, doc: Value, limits: &Limits) -> 
                     };
                     validate::zarr_format(&node_display(store, &child_path), &child, 3)?;
                     match child.get("node_type").and_then(Value::as_str) {
-                        Some("array") => arrays.push(v3::array(
-                            store.display_location(),
-                            &child_path,
-                            child,
-                            limits,
-                        )?),
+                        Some("array") => {
+                            let array =
+                                v3::array(store.display_location(), &child_path, child, limits);
+                            keep(array, &name, &mut arrays, &mut unreadable)?;
+                        }
                         Some("group") => groups.push(name),
                         _ => {
                             return Err(ZarrError::metadata(
@@ -124,6 +125,7 @@ async fn open_v3(store: &ZarrStore, path: &str, doc: Value, limits: &Limits) -> 
                 }
             }
             arrays.sort_by(|a, b| a.name.cmp(&b.name));
+            unreadable.sort_by(|a, b| a.name.cmp(&b.name));
             groups.sort();
             Ok(Node::Group(GroupNode {
                 display,
@@ -131,6 +133,7 @@ async fn open_v3(store: &ZarrStore, path: &str, doc: Value, limits: &Limits) -> 
                 zarr_format: 3,
                 attributes,
                 arrays,
+                unreadable,
                 groups,
                 metadata: doc,
             }))
@@ -140,6 +143,28 @@ async fn open_v3(store: &ZarrStore, path: &str, doc: Value, limits: &Limits) -> 
             "zarr.json has no valid node_type (\"array\" or \"group\")",
         )),
     }
+}
+
+/// A child array as read: kept, or (invalid metadata, a size beyond a limit) noted as
+/// unreadable so that one bad array does not make its group unreadable. Errors of the store
+/// itself (I/O) end the group's opening.
+fn keep(
+    array: Result<ArrayNode>,
+    name: &str,
+    arrays: &mut Vec<ArrayNode>,
+    unreadable: &mut Vec<UnreadableArray>,
+) -> Result<()> {
+    match array {
+        Ok(array) => arrays.push(array),
+        Err(e @ (ZarrError::Metadata { .. } | ZarrError::Limit { .. })) => {
+            unreadable.push(UnreadableArray {
+                name: name.to_string(),
+                error: e.to_string(),
+            })
+        }
+        Err(e) => return Err(e),
+    }
+    Ok(())
 }
 
 fn attributes_of(doc: &Value) -> Map<String, Value> {
@@ -161,8 +186,7 @@ async fn open_v2_group(
         .await?
         .and_then(|v| v.as_object().cloned())
         .unwrap_or_default();
-    let mut arrays = Vec::new();
-    let mut groups = Vec::new();
+    let (mut arrays, mut unreadable, mut groups) = (Vec::new(), Vec::new(), Vec::new());
     // zarr-python 2's consolidated metadata lives in `.zmetadata` at the store root.
     let consolidated = get_json(store, ".zmetadata", limits)
         .await?
@@ -188,13 +212,9 @@ async fn open_v2_group(
             let child_path = join_key(path, name);
             if let Some(zarray) = entries.get(&format!("{child_path}/.zarray")) {
                 let zattrs = entries.get(&format!("{child_path}/.zattrs")).cloned();
-                arrays.push(v2::array(
-                    store.display_location(),
-                    &child_path,
-                    zarray.clone(),
-                    zattrs,
-                    limits,
-                )?);
+                let location = store.display_location();
+                let array = v2::array(location, &child_path, zarray.clone(), zattrs, limits);
+                keep(array, name, &mut arrays, &mut unreadable)?;
             } else {
                 groups.push(name.to_string());
             }
@@ -204,14 +224,11 @@ async fn open_v2_group(
             let child_path = join_key(path, &name);
             if let Some(zarray) = get_json(store, &join_key(&child_path, ".zarray"), limits).await?
             {
-                let zattrs = get_json(store, &join_key(&child_path, ".zattrs"), limits).await?;
-                arrays.push(v2::array(
-                    store.display_location(),
-                    &child_path,
-                    zarray,
-                    zattrs,
-                    limits,
-                )?);
+                let zattrs = get_json(store, &join_key(&child_path, ".zattrs"), limits).await;
+                let location = store.display_location();
+                let array = zattrs
+                    .and_then(|zattrs| v2::array(location, &child_path, zarray, zattrs, limits));
+                keep(array, &name, &mut arrays, &mut unreadable)?;
             } else if get_json(store, &join_key(&child_path, ".zgroup"), limits)
                 .await?
                 .is_some()
@@ -221,12 +238,14 @@ async fn open_v2_group(
         }
     }
     arrays.sort_by(|a, b| a.name.cmp(&b.name));
+    unreadable.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Node::Group(GroupNode {
         display,
         path: path.to_string(),
         zarr_format: 2,
         attributes,
         arrays,
+        unreadable,
         groups,
         metadata: zgroup,
     }))

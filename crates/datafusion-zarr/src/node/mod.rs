@@ -161,6 +161,29 @@ impl ArrayNode {
     }
 }
 
+/// A child array whose metadata could not be read.
+#[derive(Debug, Clone)]
+pub struct UnreadableArray {
+    /// The last path segment.
+    pub name: String,
+    /// Why, with the array's location.
+    pub error: String,
+}
+
+impl UnreadableArray {
+    /// The error to raise where the array is needed, in group `group`.
+    pub fn error(&self, group: &str) -> ZarrError {
+        ZarrError::metadata(
+            group,
+            format!(
+                "its array {} cannot be read ({}); choose the others with the option 'arrays' \
+                 (comma-separated)",
+                self.name, self.error
+            ),
+        )
+    }
+}
+
 /// A group node and its direct children.
 #[derive(Debug, Clone)]
 pub struct GroupNode {
@@ -174,6 +197,9 @@ pub struct GroupNode {
     pub attributes: Map<String, Value>,
     /// Direct child arrays, sorted by name.
     pub arrays: Vec<ArrayNode>,
+    /// Direct child arrays whose metadata is invalid, sorted by name: the group stays
+    /// readable (its other arrays can be named), and a table of it all names them.
+    pub unreadable: Vec<UnreadableArray>,
     /// Names of direct child groups, sorted.
     pub groups: Vec<String>,
     /// The group's metadata document.
