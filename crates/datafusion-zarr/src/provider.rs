@@ -5,7 +5,6 @@ use std::sync::Arc;
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
-use datafusion::common::stats::Precision;
 use datafusion::common::{Result as DFResult, Statistics};
 use datafusion::datasource::TableType;
 use datafusion::execution::runtime_env::RuntimeEnv;
@@ -148,7 +147,8 @@ impl TableProvider for ZarrTable {
 
     fn statistics(&self) -> Option<Statistics> {
         let rows = usize::try_from(self.model.num_rows().ok()?).ok()?;
-        Some(Statistics::new_unknown(&self.model.schema).with_num_rows(Precision::Exact(rows)))
+        let rows = crate::scan::exact_rows(rows);
+        Some(Statistics::new_unknown(&self.model.schema).with_num_rows(rows))
     }
 
     /// Filters on dimension (index or coordinate) columns prune chunks; DataFusion still

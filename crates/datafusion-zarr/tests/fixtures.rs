@@ -316,6 +316,20 @@ async fn case_13_coordinate_table() {
     assert_eq!(names, ["station_index", "station"]);
 }
 
+/// A scan pruned to no rows is not said to have exactly none: DataFusion 55 answers
+/// `sum(1)` over an exact 0 rows from statistics as 0, where SQL's answer is NULL.
+#[tokio::test]
+async fn an_aggregate_over_a_scan_pruned_to_nothing_is_null() {
+    let store = fixture("broadcast_v3.zarr");
+    let sql = format!(
+        "SELECT sum(x) AS s, count(*) AS n, max(x) AS m \
+         FROM (SELECT 1 AS x FROM read_zarr('{store}') WHERE time > 1000)"
+    );
+    assert_eq!(values(&sql, "s").await, [Value::Null]);
+    assert_eq!(values(&sql, "m").await, [Value::Null]);
+    assert_eq!(values(&sql, "n").await, [json!(0)]);
+}
+
 /// Attributes holding NaN and infinities, which Python's json writes as bare `NaN` and
 /// `Infinity`, on the array, its group or another array: the stores read as xarray reads them.
 #[tokio::test]

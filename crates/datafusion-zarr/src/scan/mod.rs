@@ -640,7 +640,7 @@ impl ZarrScanExec {
         let rows = rows
             .and_then(|r| usize::try_from(r).ok())
             .map_or(Precision::Absent, |r| match self.raw_filters.is_empty() {
-                true => Precision::Exact(r),
+                true => exact_rows(r),
                 false => Precision::Inexact(r),
             });
         Statistics::new_unknown(&self.schema).with_num_rows(rows)
@@ -719,5 +719,15 @@ impl ZarrScanExec {
             metrics: ExecutionPlanMetricsSet::new(),
             progress: self.progress.clone(),
         }
+    }
+}
+
+/// `rows` as an exact count, except none: DataFusion 55 answers `sum(1)` over an exact 0 rows
+/// from statistics as 0 where SQL says NULL (the literal's sum is the literal times the count),
+/// so an empty scan is said to be inexact, and the aggregate runs (over no chunks).
+pub(crate) fn exact_rows(rows: usize) -> Precision<usize> {
+    match rows {
+        0 => Precision::Inexact(0),
+        rows => Precision::Exact(rows),
     }
 }
