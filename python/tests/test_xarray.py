@@ -78,3 +78,38 @@ def test_cf_encodings_read_as_xarray_decodes_them(ctx, tmp_path, zarr_format: in
         f"SELECT DISTINCT time FROM read_zarr('{path}', '', 'decode_cf', 'false') ORDER BY time"
     ).to_pydict()["time"]
     assert stored == list(range(-48, 24))
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_group_table_equals_to_dataframe(ctx, tmp_path, zarr_format: int) -> None:
+    """A curvilinear grid as xarray writes it: temp(time, y, x), 2-D lat/lon coordinates, a
+    variable stored transposed, a 0-D crs, station names written as UTF-8 bytes (the encoding a
+    dataset from netCDF keeps), each chunked its own way. The table is xarray's to_dataframe."""
+    rng = np.random.default_rng(5)
+    t, ny, nx = 7, 5, 6
+    ds = xr.Dataset(
+        {
+            "temp": (("time", "y", "x"), rng.normal(size=(t, ny, nx)).astype("float32")),
+            "depth": (("x", "time", "y"), rng.integers(0, 500, size=(nx, t, ny)).astype("int32")),
+            "crs": ((), np.int32(3035)),
+            "site": (("y",), np.array(["Åre", "Bø", "Cádiz", "Dún", "Eš"])),
+        },
+        coords={
+            "time": np.arange(t, dtype="int64") * 6,
+            "lat": (("y", "x"), rng.uniform(40, 60, size=(ny, nx))),
+            "lon": (("x", "y"), rng.uniform(-10, 30, size=(nx, ny))),
+        },
+    )
+    encoding = {"temp": {"chunks": (3, 2, 4)}, "depth": {"chunks": (4, 2, 3)},
+                "lat": {"chunks": (2, 3)}, "lon": {"chunks": (5, 2)}, "site": {"dtype": "S1"}}
+    path = tmp_path / "grid.zarr"
+    ds.to_zarr(path, zarr_format=zarr_format, consolidated=zarr_format == 2, encoding=encoding)
+    want = xr.open_zarr(path, consolidated=zarr_format == 2).load().to_dataframe().reset_index()
+    want = want.sort_values(["time", "y", "x"]).reset_index(drop=True)
+
+    got = ctx.sql(f"SELECT * FROM read_zarr('{path}') ORDER BY time, y, x").to_pandas()
+    assert len(got) == t * ny * nx
+    for column in ["time", "y", "x", "temp", "depth", "crs", "lat", "lon"]:
+        assert got[column].tolist() == want[column].tolist(), column
+    assert got["site"].tolist() == [str(s) for s in want["site"]]
