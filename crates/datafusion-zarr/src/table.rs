@@ -451,9 +451,17 @@ fn arrow_type(array: &ArrayNode, options: &ZarrOptions) -> Result<ArrowType> {
             }
         }
         ElementKind::Bytes { .. } | ElementKind::VariableBytes => ArrowType::Binary,
-        ElementKind::Primitive(t) => match &array.cf {
-            Some(cf) if options.decode_cf => cf.arrow_type(),
-            _ => t.clone(),
-        },
+        ElementKind::Primitive(t) if options.decode_cf => {
+            let attributes = array.metadata.get("attributes").and_then(|a| a.as_object());
+            if let Some(attributes) = attributes {
+                crate::node::cf::check_packing(array.kind.as_ref(), attributes)
+                    .map_err(|e| ZarrError::metadata(&array.display, e))?;
+            }
+            array
+                .cf
+                .as_ref()
+                .map_or_else(|| t.clone(), |cf| cf.arrow_type())
+        }
+        ElementKind::Primitive(t) => t.clone(),
     })
 }

@@ -677,3 +677,34 @@ async fn error_of(sql: &str) -> String {
         Err(e) => e.to_string(),
     }
 }
+
+/// A `scale_factor` that is not a number is refused by name under `decode_cf` (xarray refuses
+/// it too), rather than the stored numbers passing for decoded ones; `decode_cf = false` reads
+/// them. A boolean `_FillValue` masks 1, as NumPy compares it.
+#[tokio::test]
+async fn packing_attributes_that_are_not_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut array = v3_array(&[3], &[3], "int8", json!(1), json!(["x"]));
+    array["attributes"] = json!({"scale_factor": "0.5"});
+    write_node(dir.path(), "", &array);
+    let e = open_error(&dir).await;
+    assert!(e.contains("scale_factor is \"0.5\", not a number"), "{e}");
+    let sql = format!(
+        "SELECT value FROM read_zarr('{}', '', 'decode_cf', 'false')",
+        dir.path().display()
+    );
+    let batches = query(&context(), &sql).await.unwrap();
+    assert_eq!(
+        to_json(column(&batches, "value").as_ref()),
+        vec![json!(1); 3]
+    );
+
+    array["attributes"] = json!({"_FillValue": true});
+    write_node(dir.path(), "", &array);
+    let sql = format!(
+        "SELECT count(value) AS n FROM read_zarr('{}')",
+        dir.path().display()
+    );
+    let batches = query(&context(), &sql).await.unwrap();
+    assert_eq!(to_json(column(&batches, "n").as_ref()), [json!(0)]);
+}

@@ -87,11 +87,7 @@ pub(super) fn decoding(
         return None;
     }
     // xarray unwraps one-element lists (netCDF attributes are arrays).
-    let attribute = |key: &str| match attributes.get(key) {
-        Some(Value::Array(list)) if list.len() == 1 => number(&list[0]),
-        Some(value) => number(value),
-        None => None,
-    };
+    let attribute = |key: &str| attributes.get(key).and_then(attribute_number);
     // netCDF's flag for bytes of the other signedness than their type (netCDF-3 has no
     // unsigned types; xarray writes "false" for signed data it stores unsigned). xarray
     // applies only these two strings, as written; so does this.
@@ -158,6 +154,44 @@ pub(super) fn decoding(
         missing,
         scale,
     })
+}
+
+/// A numeric attribute as xarray reads it: a number, or a one-element list of one (netCDF
+/// attributes are arrays).
+fn attribute_number(value: &Value) -> Option<f64> {
+    match value {
+        Value::Array(list) if list.len() == 1 => number(&list[0]),
+        value => number(value),
+    }
+}
+
+/// The packing attributes of a numeric array, checked: xarray refuses a `scale_factor` or
+/// `add_offset` that is not a number (its arithmetic fails), and so does this, rather than
+/// leave the stored numbers to pass for decoded ones.
+pub(crate) fn check_packing(
+    kind: Option<&ElementKind>,
+    attributes: &Map<String, Value>,
+) -> Result<(), String> {
+    let Some(ElementKind::Primitive(stored)) = kind else {
+        return Ok(());
+    };
+    if !(stored.is_integer() || stored.is_floating()) {
+        return Ok(());
+    }
+    for key in ["scale_factor", "add_offset"] {
+        match attributes.get(key) {
+            Some(value) if attribute_number(value).is_none() => {
+                let mut shown = value.to_string();
+                shown.truncate(64);
+                return Err(format!(
+                    "{key} is {shown}, not a number (xarray refuses it too); decode_cf = false \
+                     reads the stored numbers"
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Whether bytes of `kind` are UTF-8 text by their attributes: xarray writes strings as `S`
@@ -251,6 +285,8 @@ fn number(value: &Value) -> Option<f64> {
     use base64::Engine;
     match value {
         Value::Number(n) => n.as_f64(),
+        // NumPy's arithmetic: true is 1 (xarray masks 1 under `_FillValue: true`).
+        Value::Bool(b) => Some(f64::from(u8::from(*b))),
         Value::String(s) if s == "NaN" => Some(f64::NAN),
         Value::String(s) if s == "Infinity" => Some(f64::INFINITY),
         Value::String(s) if s == "-Infinity" => Some(f64::NEG_INFINITY),
@@ -577,6 +613,18 @@ mod tests {
         assert_eq!(masked.kind, CfKind::Masked);
         assert_eq!(masked.arrow_type(), ArrowType::Float32);
         assert!(masked.missing[0].is_nan() && masked.missing[1] == 10.0);
+        // A scale that is not a number is refused by name; a boolean fill is 1 or 0.
+        let packed = |scale: Value| attrs(json!({ "scale_factor": scale }));
+        let int16 = ElementKind::Primitive(ArrowType::Int16);
+        let e = check_packing(Some(&int16), &packed(json!("0.5"))).unwrap_err();
+        assert!(
+            e.starts_with("scale_factor is \"0.5\", not a number"),
+            "{e}"
+        );
+        assert!(check_packing(Some(&int16), &packed(json!([0.5]))).is_ok());
+        assert!(check_packing(Some(&ElementKind::String), &packed(json!("x"))).is_ok());
+        let flag = decode(ArrowType::Int8, json!({"_FillValue": true}), None).unwrap();
+        assert_eq!(flag.missing, vec![1.0]);
         // Strings and plain numbers are left as they are.
         let labels = decoding(
             Some(&ElementKind::String),
