@@ -126,18 +126,19 @@ impl InnerChunks {
 }
 
 impl ArrayNode {
-    /// The decoded size of a box of `extent` of the array as its metadata declares it (a
-    /// variable-length element counts as its offset), saturating: the estimate budgets and
-    /// bounds compare before reading.
-    pub(crate) fn declared_bytes(&self, extent: &[u64]) -> u64 {
-        let per_element = self
-            .zarrs()
+    /// The decoded size of one element as the metadata declares it: a variable-length
+    /// element takes at least its offset ([`crate::limits::VARIABLE_ELEMENT_BYTES`]).
+    pub(crate) fn element_bytes(&self) -> u64 {
+        self.zarrs()
             .ok()
             .and_then(|a| a.data_type().fixed_size())
-            .map_or(crate::limits::VARIABLE_ELEMENT_BYTES, |size| size as u64);
-        extent
-            .iter()
-            .fold(per_element, |acc, &e| acc.saturating_mul(e))
+            .map_or(crate::limits::VARIABLE_ELEMENT_BYTES, |size| size as u64)
+    }
+
+    /// The decoded size of a box of `extent` of the array as its metadata declares it,
+    /// saturating: the estimate budgets and bounds compare before reading.
+    pub(crate) fn declared_bytes(&self, extent: &[u64]) -> u64 {
+        (extent.iter()).fold(self.element_bytes(), |acc, &e| acc.saturating_mul(e))
     }
 
     /// The zarrs array, or the "unsupported data type" error.

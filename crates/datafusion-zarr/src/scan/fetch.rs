@@ -14,7 +14,7 @@ use object_store::GetRange;
 use tokio::sync::OnceCell;
 
 use crate::error::{Result, ZarrError};
-use crate::limits::{Limits, VARIABLE_ELEMENT_BYTES};
+use crate::limits::Limits;
 use crate::node::ArrayNode;
 
 use crate::store::ZarrStore;
@@ -320,13 +320,9 @@ pub(crate) fn check_declared_shape(
     let num_elements = shape
         .iter()
         .try_fold(1u64, |acc, d| acc.checked_mul(d.get()));
-    // A variable-length element takes at least its offset.
-    let per_element = node
-        .zarrs()?
-        .data_type()
-        .fixed_size()
-        .map_or(VARIABLE_ELEMENT_BYTES, |size| size as u64);
-    let declared = num_elements.and_then(|n| n.checked_mul(per_element));
+    // An array of a type we do not read has no chunks to size: its error, not a size.
+    node.zarrs()?;
+    let declared = num_elements.and_then(|n| n.checked_mul(node.element_bytes()));
     let location = format!("array {}, chunk {key}", node.display);
     // An overflowing size (`None`) is refused here too.
     limits.chunk.check(&location, "decoded chunk", declared)?;
