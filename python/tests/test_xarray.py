@@ -113,3 +113,50 @@ def test_group_table_equals_to_dataframe(ctx, tmp_path, zarr_format: int) -> Non
     for column in ["time", "y", "x", "temp", "depth", "crs", "lat", "lon"]:
         assert got[column].tolist() == want[column].tolist(), column
     assert got["site"].tolist() == [str(s) for s in want["site"]]
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_character_arrays_equal_xarrays_strings(ctx, tmp_path, zarr_format: int) -> None:
+    """netCDF character arrays (S1, the last dimension the string length) as xarray writes
+    them back from a netCDF dataset: random UTF-8 names (some empty) with _Encoding, codes
+    without one (bytes), and a character coordinate written with zarr-python. Every column
+    equals xarray's to_dataframe of the store as xarray opens it."""
+    import zarr
+
+    rng = np.random.default_rng(11)
+    n, t, width = 37, 4, 12
+    letters = list("abcdefghijklmnopqrstuvwxyzåøüßé")
+    names = ["".join(rng.choice(letters, size=rng.integers(0, 6))) for _ in range(n)]
+    codes = [bytes(rng.integers(1, 256, size=rng.integers(0, 5)).tolist()) for _ in range(n)]
+    stations = [f"st{i:03}".encode() for i in range(n)]
+
+    def chars(values, size):
+        return np.array(values, dtype=f"S{size}").view("S1").reshape(len(values), size)
+
+    ds = xr.Dataset({
+        "name": (("station", "strlen"), chars([s.encode() for s in names], width),
+                 {"_Encoding": "utf-8"}),
+        "code": (("station", "code_strlen"), chars(codes, 4)),
+        "temp": (("time", "station"), rng.normal(size=(t, n))),
+    })
+    encoding = {"name": {"chunks": (5, width)}, "code": {"chunks": (8, 4)},
+                "temp": {"chunks": (3, 10)}}
+    path = tmp_path / "stations.zarr"
+    ds.to_zarr(path, zarr_format=zarr_format, consolidated=False, encoding=encoding)
+    group = zarr.open_group(path, mode="a", zarr_format=zarr_format)
+    dims = ["station", "station_strlen"]
+    extra = {"dimension_names": dims} if zarr_format == 3 else {}
+    station = group.create_array("station", shape=(n, 5), chunks=(7, 5), dtype="S1", **extra)
+    station[:] = chars(stations, 5)
+    if zarr_format == 2:
+        station.attrs["_ARRAY_DIMENSIONS"] = dims
+    want = xr.open_zarr(path, consolidated=False).load().to_dataframe().reset_index()
+    want = want.sort_values(["time", "station"]).reset_index(drop=True)
+
+    got = ctx.sql(f"SELECT * FROM read_zarr('{path}') ORDER BY time, station").to_pandas()
+    assert sorted(got.columns) == sorted(want.columns)
+    assert len(got) == n * t
+    for column in want.columns:
+        assert got[column].tolist() == want[column].tolist(), column
+    assert any(s == "" for s in got["name"]) and any(len(s) > 2 for s in got["name"])

@@ -49,6 +49,43 @@ pub(crate) enum ColumnSource {
     },
 }
 
+/// The node with its netCDF character arrays joined into strings, as xarray decodes them
+/// (`node/characters.rs`). A group's character array that cannot be joined is unreadable, as
+/// an array of invalid metadata is: the group's other arrays stay readable.
+fn with_strings_joined(node: Node) -> Result<Node> {
+    let why = |array: &ArrayNode, why: &str| {
+        format!(
+            "{} is a netCDF character array (S1, its last dimension the string length), which \
+             xarray joins into strings, but {why}; decode_cf = false reads its characters one \
+             per row",
+            array.display
+        )
+    };
+    match node {
+        Node::Array(array) => match &array.characters {
+            Some(Ok(joined)) => Ok(Node::Array(ArrayNode::clone(joined))),
+            Some(Err(e)) => Err(ZarrError::metadata(&array.display, why(&array, e))),
+            None => Ok(Node::Array(array)),
+        },
+        Node::Group(mut group) => {
+            let mut arrays = Vec::with_capacity(group.arrays.len());
+            for array in std::mem::take(&mut group.arrays) {
+                match &array.characters {
+                    Some(Ok(joined)) => arrays.push(ArrayNode::clone(joined)),
+                    Some(Err(e)) => group.unreadable.push(UnreadableArray {
+                        name: array.name.clone(),
+                        error: why(&array, e),
+                    }),
+                    None => arrays.push(array),
+                }
+            }
+            group.arrays = arrays;
+            group.unreadable.sort_by(|a, b| a.name.cmp(&b.name));
+            Ok(Node::Group(group))
+        }
+    }
+}
+
 /// Where a group's array goes in its table.
 enum Placement {
     /// The table's shape, along its dimensions: element by element.
@@ -115,6 +152,10 @@ impl TableModel {
 
     /// Maps an opened node to a table.
     pub(crate) fn new(store: ZarrStore, node: Node, options: ZarrOptions) -> Result<Self> {
+        let node = match options.decode_cf {
+            true => with_strings_joined(node)?,
+            false => node,
+        };
         match &node {
             Node::Array(array) => {
                 let array = Arc::new(array.clone());

@@ -395,6 +395,104 @@ async fn arrays_of_fewer_dimensions_repeat_as_xarrays_to_dataframe_repeats_them(
     }
 }
 
+/// netCDF character arrays (`S1`, the last dimension the string length) read as xarray joins
+/// them: `name(station, name_strlen)` with `_Encoding: utf-8` as strings (a chunk never
+/// written reads as the fill), `code` as bytes (sharded in V3), a 1-D `title` as one string
+/// in every row, and the character coordinate `station` as the station column; also on the
+/// rows a filter on the joined strings selects. `decode_cf = false` reads the characters.
+#[tokio::test]
+async fn character_arrays_are_strings_as_xarray_joins_them() {
+    let exp = &expected()["characters"];
+    let want = &exp["columns"];
+    let names = ["station", "time", "name", "title", "code", "temp"];
+    let hex = |name: &str| match name {
+        "station" | "title" | "code" => format!("encode({name}, 'hex') AS {name}"),
+        _ => name.to_string(),
+    };
+    let select: Vec<String> = names.iter().map(|n| hex(n)).collect();
+    for store in exp["stores"].as_array().unwrap() {
+        let store = fixture(store.as_str().unwrap());
+        for partitions in [1, 3] {
+            let ctx = common::context_with_partitions(partitions);
+            let sql = format!(
+                "SELECT {} FROM read_zarr('{store}') ORDER BY station, time",
+                select.join(", ")
+            );
+            let batches = query(&ctx, &sql)
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            for name in names {
+                let got = to_json(column(&batches, name).as_ref());
+                assert_eq!(Value::Array(got), want[name], "{store} {name}");
+            }
+            let schema = batches[0].schema();
+            let name_type = schema.field_with_name("name").unwrap().data_type();
+            assert_eq!(name_type, &DataType::Utf8, "{store}");
+        }
+        let sql = format!(
+            "SELECT encode(station, 'hex') AS station, time FROM read_zarr('{store}') \
+             WHERE name = 'süd' ORDER BY time"
+        );
+        assert_eq!(
+            values(&sql, "station").await,
+            vec![json!("73742d62"); 3],
+            "{sql}"
+        );
+        let sql = format!(
+            "SELECT name FROM read_zarr('{store}') WHERE station = X'73742d64' AND time = 2"
+        );
+        assert_eq!(values(&sql, "name").await, [json!("Zugspitze")], "{sql}");
+        // One array alone, and its characters as stored.
+        let sql = format!("SELECT name FROM read_zarr('{store}', 'name') ORDER BY station");
+        let joined: Vec<Value> = (0..6).map(|i| want["name"][i * 3].clone()).collect();
+        assert_eq!(values(&sql, "name").await, joined, "{sql}");
+        let sql = format!(
+            "SELECT count(*) AS n, count(DISTINCT name_strlen) AS k \
+             FROM read_zarr('{store}', 'name', 'decode_cf', 'false')"
+        );
+        assert_eq!(values(&sql, "n").await, [json!(60)], "{sql}");
+        assert_eq!(values(&sql, "k").await, [json!(10)], "{sql}");
+    }
+}
+
+/// netCDF-C's NCZarr as `nccopy` writes it (netCDF 4.9.0): `char` variables stored as `<U1`
+/// of one byte per element, which zarr-python and xarray cannot read, are joined into the
+/// CDL's strings (with `_Encoding`) and bytes; dimension names come from `_ARRAY_DIMENSIONS`
+/// or, without xarray's attribute, from `_NCZARR_ARRAY.dimrefs`.
+#[tokio::test]
+async fn nczarr_character_arrays_and_dimension_names() {
+    let exp = &expected()["nczarr"];
+    for store in exp["stores"].as_array().unwrap() {
+        let store = fixture(store.as_str().unwrap());
+        let sql =
+            format!("SELECT time, station, temp FROM read_zarr('{store}') ORDER BY time, station");
+        let batches = query(&context(), &sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        for name in ["station", "temp"] {
+            let got = to_json(column(&batches, name).as_ref());
+            assert_eq!(Value::Array(got), exp[name], "{store} {name}");
+        }
+        let time = column(&batches, "time");
+        let time = arrow::compute::cast(&time, &DataType::Int64).unwrap();
+        assert_eq!(Value::Array(to_json(time.as_ref())), exp["time"], "{store}");
+        let sql = format!(
+            "SELECT station_name, encode(code, 'hex') AS code FROM read_zarr('{store}') \
+             WHERE time = TIMESTAMP '2000-01-01 06:00:00' ORDER BY station"
+        );
+        assert_eq!(
+            Value::Array(values(&sql, "station_name").await),
+            exp["station_name"],
+            "{sql}"
+        );
+        assert_eq!(
+            Value::Array(values(&sql, "code").await),
+            exp["code"],
+            "{sql}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn xarray_coordinates_become_dimension_columns() {
     let exp = expected();

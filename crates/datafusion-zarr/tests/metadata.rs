@@ -708,3 +708,84 @@ async fn packing_attributes_that_are_not_numbers() {
     let batches = query(&context(), &sql).await.unwrap();
     assert_eq!(to_json(column(&batches, "n").as_ref()), [json!(0)]);
 }
+
+/// A netCDF character array whose strings are not whole in its chunks (chunks that split the
+/// string length, a transpose moving it, V2's Fortran order) cannot be read joined as xarray
+/// joins it: under `decode_cf` the array alone is an error naming the rule, its group keeps its
+/// other arrays (a table of every array names it), and `decode_cf = false` reads its
+/// characters, one per row.
+#[tokio::test]
+async fn character_arrays_whose_chunks_split_strings_are_named() {
+    let characters = json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 1}});
+    let character_array = |chunks: &[u64]| {
+        let mut array = v3_array(&[2, 8], chunks, "int8", json!(""), json!(["x", "strlen"]));
+        array["data_type"] = characters.clone();
+        array
+    };
+    let mut moved = character_array(&[2, 8]);
+    moved["codecs"] = json!([{"name": "transpose", "configuration": {"order": [1, 0]}},
+                             {"name": "bytes"}]);
+    for (array, rule) in [
+        (
+            character_array(&[2, 4]),
+            "its chunk_shape splits the 8 characters of a string into chunks of 4",
+        ),
+        (
+            moved,
+            "a transpose codec moves its string-length (last) dimension",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let group = dir.path();
+        write_node(group, "", &json!({"zarr_format": 3, "node_type": "group"}));
+        write_node(
+            group,
+            "a",
+            &v3_array(&[2], &[2], "int32", json!(7), json!(["x"])),
+        );
+        write_node(group, "s", &array);
+        let e = open_error_at(group, "s").await;
+        assert!(
+            e.contains("s is a netCDF character array")
+                && e.contains(rule)
+                && e.contains("decode_cf = false reads its characters"),
+            "{e}"
+        );
+        let e = open_error_at(group, "").await;
+        assert!(
+            e.contains("its array s cannot be read") && e.contains(rule),
+            "{e}"
+        );
+        let sql = format!(
+            "SELECT a FROM read_zarr('{}', '', 'arrays', 'a')",
+            group.display()
+        );
+        let batches = query(&context(), &sql).await.unwrap();
+        assert_eq!(to_json(column(&batches, "a").as_ref()), vec![json!(7); 2]);
+        let sql = format!(
+            "SELECT count(*) AS n, count(s) AS c FROM read_zarr('{}', '', 'decode_cf', 'false')",
+            group.display()
+        );
+        let batches = query(&context(), &sql).await.unwrap();
+        assert_eq!(to_json(column(&batches, "n").as_ref()), [json!(16)]);
+    }
+    // Zarr V2 in Fortran order.
+    let dir = tempfile::tempdir().unwrap();
+    let zarray = json!({"zarr_format": 2, "shape": [2, 3], "chunks": [2, 3], "dtype": "|S1",
+                        "compressor": null, "fill_value": null, "order": "F", "filters": null});
+    std::fs::write(dir.path().join(".zarray"), zarray.to_string()).unwrap();
+    let zattrs = json!({"_ARRAY_DIMENSIONS": ["x", "strlen"]});
+    std::fs::write(dir.path().join(".zattrs"), zattrs.to_string()).unwrap();
+    let e = open_error(&dir).await;
+    assert!(e.contains("Fortran order"), "{e}");
+    // Without dimension names it is not xarray's: bytes, one per element.
+    std::fs::remove_file(dir.path().join(".zattrs")).unwrap();
+    std::fs::write(dir.path().join("0.0"), b"aAbBcC").unwrap();
+    let sql = format!(
+        "SELECT encode(value, 'hex') AS v FROM read_zarr('{}') ORDER BY dim_0, dim_1",
+        dir.path().display()
+    );
+    let batches = query(&context(), &sql).await.unwrap();
+    let got = to_json(column(&batches, "v").as_ref());
+    assert_eq!(got.len(), 6, "{got:?}");
+}

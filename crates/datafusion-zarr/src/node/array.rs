@@ -128,6 +128,8 @@ pub(super) fn finish(parsed: Parsed, path: &str, limits: &Limits) -> Result<Arra
         inner,
         cf,
         utf8_text,
+        characters: None,
+        chunk_keys_of: None,
     })
 }
 

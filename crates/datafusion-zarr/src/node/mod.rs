@@ -9,11 +9,12 @@
 //! types, handed to zarrs as the storage it reads; [`validate`] holds the checks where the
 //! `fixed_length_utf32` specification and Zarr are stricter than zarr-python or zarrs;
 //! [`cf`] reads the CF conventions of its attributes (times, packed numbers); [`json`] parses
-//! documents as Python writes them (bare `NaN`);
-//! [`array`] builds the [`ArrayNode`]: the zarrs array, the element kind, the shard layout.
+//! documents as Python writes them (bare `NaN`); [`characters`] joins netCDF character
+//! arrays into strings as xarray does; [`array`] builds the [`ArrayNode`]: the zarrs array, the element kind, the shard layout.
 
 mod array;
 pub mod cf;
+mod characters;
 mod discover;
 mod json;
 mod numpy_types;
@@ -93,6 +94,13 @@ pub struct ArrayNode {
     pub cf: Option<cf::CfDecoding>,
     /// Bytes whose `_Encoding` says they are UTF-8 text: strings under `decode_cf`.
     pub utf8_text: bool,
+    /// A netCDF character array (`S1`, its last dimension the string length) as xarray joins
+    /// it, one string per row of that dimension: what tables read under `decode_cf`, or why
+    /// it cannot be read so ([`characters`]).
+    pub characters: Option<std::result::Result<Arc<ArrayNode>, String>>,
+    /// For such a joined array: the character array, whose stored chunks it reads (its chunk
+    /// at `[i, j]` is the character array's at `[i, j, 0]`).
+    pub chunk_keys_of: Option<Arc<ZarrsArray>>,
 }
 
 /// How to read the inner chunks of a sharded array one at a time (byte ranges of a shard).

@@ -3,12 +3,29 @@
 use serde_json::{Map, Value, json};
 use zarrs::array::{ArrayMetadata, ArrayMetadataV2};
 
-use super::{ArrayNode, ElementKind, array, display_in, numpy_types, validate};
+use super::{ArrayNode, ElementKind, array, characters, display_in, numpy_types, validate};
 use crate::error::{Result, ZarrError};
 use crate::limits::Limits;
 
-/// Builds a V2 array node from `.zarray` (and `.zattrs`).
+/// Builds a V2 array node from `.zarray` (and `.zattrs`), with its strings joined when it is
+/// a netCDF character array.
 pub(super) fn array(
+    location: &str,
+    path: &str,
+    zarray: Value,
+    zattrs: Option<Value>,
+    limits: &Limits,
+) -> Result<ArrayNode> {
+    let node = as_written(location, path, zarray, zattrs, limits)?;
+    let joined = |mut doc: Value| {
+        let zattrs = doc.as_object_mut().and_then(|d| d.remove("attributes"));
+        as_written(location, path, doc, zattrs, limits)
+    };
+    Ok(characters::attach(node, limits, &joined))
+}
+
+/// Builds a V2 array node from `.zarray` (and `.zattrs`) as written.
+fn as_written(
     location: &str,
     path: &str,
     mut zarray: Value,
@@ -21,6 +38,14 @@ pub(super) fn array(
     let data_type_name = match &dtype {
         Value::String(s) => s.clone(),
         other => other.to_string(),
+    };
+    // netCDF-C 4.9.0's NCZarr writes netCDF's `char` as `<U1` holding one byte per element
+    // (4.9.1 and later write `|S1`): read as the bytes they are (zarr-python cannot).
+    let nczarr_char =
+        zarray.get("_NCZARR_ARRAY").is_some() && matches!(data_type_name.as_str(), "<U1" | ">U1");
+    let data_type_name = match nczarr_char {
+        true => "|S1".to_string(),
+        false => data_type_name,
     };
     let is_unicode = is_v2_unicode(&data_type_name);
     // zarr-python 2 writes `null` for "no fill value"; on `<U` zarrs maps it to 0 and then
@@ -60,7 +85,12 @@ pub(super) fn array(
                 ),
             ));
         }
-        None => vec![None; shape_len],
+        // NCZarr without xarray's attribute names them in `.zarray` (as paths `/group/dim`),
+        // where xarray reads them too.
+        None => match nczarr_dimension_names(&zarray) {
+            Some(names) if names.len() == shape_len => names.into_iter().map(Some).collect(),
+            _ => vec![None; shape_len],
+        },
     };
     validate::codec_configurations(&display, zarray.get("filters"), shape_len)?;
     // zarrs is given the storage of a NumPy type it does not read as we map it.
@@ -95,6 +125,17 @@ pub(super) fn array(
         kind,
     };
     array::finish(parsed, path, limits)
+}
+
+/// The dimension names NCZarr writes in `_NCZARR_ARRAY.dimrefs`, the last segment of each
+/// path, as xarray reads them.
+fn nczarr_dimension_names(zarray: &Value) -> Option<Vec<String>> {
+    let refs = zarray.pointer("/_NCZARR_ARRAY/dimrefs")?.as_array()?;
+    let name = |r: &Value| {
+        let name = r.as_str()?.rsplit('/').next()?;
+        (!name.is_empty()).then(|| name.to_string())
+    };
+    refs.iter().map(name).collect()
 }
 
 fn is_v2_unicode(dtype: &str) -> bool {

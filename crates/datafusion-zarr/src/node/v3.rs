@@ -3,17 +3,20 @@
 use serde_json::Value;
 use zarrs::array::{ArrayMetadata, ArrayMetadataV3};
 
-use super::{ArrayNode, array, display_in, numpy_types, validate};
+use super::{ArrayNode, array, characters, display_in, numpy_types, validate};
 use crate::error::{Result, ZarrError};
 use crate::limits::Limits;
 
-/// Builds a V3 array node from its `zarr.json`.
-pub(super) fn array(
-    location: &str,
-    path: &str,
-    mut doc: Value,
-    limits: &Limits,
-) -> Result<ArrayNode> {
+/// Builds a V3 array node from its `zarr.json`, with its strings joined when it is a netCDF
+/// character array.
+pub(super) fn array(location: &str, path: &str, doc: Value, limits: &Limits) -> Result<ArrayNode> {
+    let node = as_written(location, path, doc, limits)?;
+    let joined = |doc: Value| as_written(location, path, doc, limits);
+    Ok(characters::attach(node, limits, &joined))
+}
+
+/// Builds a V3 array node from its `zarr.json` as written.
+fn as_written(location: &str, path: &str, mut doc: Value, limits: &Limits) -> Result<ArrayNode> {
     let display = display_in(location, path);
     let data_type = doc
         .get("data_type")
