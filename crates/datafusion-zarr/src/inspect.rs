@@ -135,9 +135,16 @@ fn describe_array(array: &ArrayNode) -> Value {
         Some(_) => json!({"name": array.data_type_name}),
         None => json!({"name": array.data_type_name, "unsupported": true}),
     };
+    // A netCDF character array: the strings xarray (and the table under decode_cf) reads.
+    let characters = match &array.characters {
+        Some(Ok(_)) => json!({"string_length": array.shape.last()}),
+        Some(Err(why)) => json!({"error": why}),
+        None => Value::Null,
+    };
     json!({
         "node_type": "array",
         "path": array.path,
+        "characters": characters,
         "zarr_format": array.zarr_format,
         "data_type": data_type,
         "shape": array.shape,

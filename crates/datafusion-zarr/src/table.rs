@@ -53,18 +53,17 @@ pub(crate) enum ColumnSource {
 /// (`node/characters.rs`). A group's character array that cannot be joined is unreadable, as
 /// an array of invalid metadata is: the group's other arrays stay readable.
 fn with_strings_joined(node: Node) -> Result<Node> {
-    let why = |array: &ArrayNode, why: &str| {
+    let why = |why: &str| {
         format!(
-            "{} is a netCDF character array (S1, its last dimension the string length), which \
+            "it is a netCDF character array (S1, its last dimension the string length), which \
              xarray joins into strings, but {why}; decode_cf = false reads its characters one \
-             per row",
-            array.display
+             per row"
         )
     };
     match node {
         Node::Array(array) => match &array.characters {
             Some(Ok(joined)) => Ok(Node::Array(ArrayNode::clone(joined))),
-            Some(Err(e)) => Err(ZarrError::metadata(&array.display, why(&array, e))),
+            Some(Err(e)) => Err(ZarrError::metadata(&array.display, why(e))),
             None => Ok(Node::Array(array)),
         },
         Node::Group(mut group) => {
@@ -74,7 +73,7 @@ fn with_strings_joined(node: Node) -> Result<Node> {
                     Some(Ok(joined)) => arrays.push(ArrayNode::clone(joined)),
                     Some(Err(e)) => group.unreadable.push(UnreadableArray {
                         name: array.name.clone(),
-                        error: why(&array, e),
+                        error: why(e),
                     }),
                     None => arrays.push(array),
                 }

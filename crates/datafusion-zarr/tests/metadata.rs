@@ -728,7 +728,7 @@ async fn character_arrays_whose_chunks_split_strings_are_named() {
     for (array, rule) in [
         (
             character_array(&[2, 4]),
-            "its chunk_shape splits the 8 characters of a string into chunks of 4",
+            "its chunk shape splits the 8 characters of a string into chunks of 4",
         ),
         (
             moved,
@@ -746,7 +746,7 @@ async fn character_arrays_whose_chunks_split_strings_are_named() {
         write_node(group, "s", &array);
         let e = open_error_at(group, "s").await;
         assert!(
-            e.contains("s is a netCDF character array")
+            e.contains("/s: it is a netCDF character array")
                 && e.contains(rule)
                 && e.contains("decode_cf = false reads its characters"),
             "{e}"
@@ -788,4 +788,101 @@ async fn character_arrays_whose_chunks_split_strings_are_named() {
     let batches = query(&context(), &sql).await.unwrap();
     let got = to_json(column(&batches, "v").as_ref());
     assert_eq!(got.len(), 6, "{got:?}");
+}
+
+/// xarray joins a character array only along a dimension it can "stack": none of the group's
+/// arrays is named after it, and every array along it holds bytes with it last. A one-byte
+/// flag beside numbers (`qc(time)` beside `t(time)`), or characters along a dimension with its
+/// own coordinate, stay one character per row, in the group and opened alone, however chunked.
+#[tokio::test]
+async fn character_arrays_join_only_along_dimensions_xarray_stacks() {
+    let characters = json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 1}});
+    let dir = tempfile::tempdir().unwrap();
+    let group = dir.path();
+    write_node(group, "", &json!({"zarr_format": 3, "node_type": "group"}));
+    let mut qc = v3_array(&[4], &[2], "int8", json!(""), json!(["time"]));
+    qc["data_type"] = characters.clone();
+    write_node(group, "qc", &qc);
+    write_node(
+        group,
+        "t",
+        &v3_array(&[4], &[4], "int32", json!(7), json!(["time"])),
+    );
+    // Characters along `n`, which has a coordinate of its own.
+    let mut chars = v3_array(&[4, 2], &[4, 2], "int8", json!(""), json!(["time", "n"]));
+    chars["data_type"] = characters;
+    write_node(group, "chars", &chars);
+    write_node(
+        group,
+        "n",
+        &v3_array(&[2], &[2], "int32", json!(5), json!(["n"])),
+    );
+    for (array, chunk, bytes) in [
+        ("qc", "c/0", &b"14"[..]),
+        ("qc", "c/1", b"19"),
+        ("chars", "c/0/0", b"abcdefgh"),
+    ] {
+        let path = group.join(array).join(chunk);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    let sql = format!(
+        "SELECT DISTINCT time, encode(qc, 'hex') AS qc FROM read_zarr('{}', '', 'arrays', 'qc,t') \
+         ORDER BY time",
+        group.display()
+    );
+    let flags = ["31", "34", "31", "39"].map(|f| json!(f));
+    assert_eq!(values(&sql, "qc").await, flags, "{sql}");
+    let sql = format!(
+        "SELECT encode(qc, 'hex') AS qc FROM read_zarr('{}', 'qc') ORDER BY time",
+        group.display()
+    );
+    assert_eq!(values(&sql, "qc").await, flags, "{sql}");
+    let sql = format!(
+        "SELECT encode(chars, 'hex') AS c FROM read_zarr('{}', 'chars') ORDER BY time, n",
+        group.display()
+    );
+    let got = values(&sql, "c").await;
+    assert_eq!(got.len(), 8, "{got:?}");
+    assert_eq!(got[1], json!("62"), "{got:?}");
+}
+
+/// A long string repeated on every row of a batch (a 0-D `history` beside 10,000 values) can
+/// pass the 2 GiB a `Utf8` or `Binary` column holds: an error naming the column and the way
+/// out, and `string_type = 'utf8view'` reads it.
+#[tokio::test]
+async fn a_long_string_repeated_past_two_gib_names_the_way_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let group = dir.path();
+    write_node(group, "", &json!({"zarr_format": 3, "node_type": "group"}));
+    let mut history = v3_array(&[], &[], "int8", json!(""), json!([]));
+    history["data_type"] =
+        json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 300_000}});
+    history["attributes"] = json!({"_Encoding": "utf-8"});
+    write_node(group, "history", &history);
+    std::fs::write(group.join("history").join("c"), vec![b'h'; 300_000]).unwrap();
+    write_node(
+        group,
+        "v",
+        &v3_array(&[10_000], &[10_000], "int32", json!(1), json!(["obs"])),
+    );
+    let sql = format!(
+        "SELECT count(*) AS n, sum(octet_length(history)) AS s FROM read_zarr('{}')",
+        group.display()
+    );
+    let e = error_of(&sql).await;
+    assert!(
+        e.contains("column history repeats") && e.contains("string_type = 'utf8view'"),
+        "{e}"
+    );
+    let sql = format!(
+        "SELECT count(*) AS n, sum(octet_length(history)) AS s \
+         FROM read_zarr('{}', '', 'string_type', 'utf8view')",
+        group.display()
+    );
+    let batches = query(&context(), &sql).await.unwrap();
+    assert_eq!(
+        to_json(column(&batches, "s").as_ref()),
+        [json!(3_000_000_000u64)]
+    );
 }

@@ -119,6 +119,17 @@ fn render(node: &Value, depth: usize, out: &mut String) {
         "{pad}  dimension names: {}\n",
         compact(&node["dimension_names"])
     ));
+    let characters = &node["characters"];
+    if let Some(e) = characters["error"].as_str() {
+        out.push_str(&format!(
+            "{pad}  netCDF characters: not joined into strings: {e}\n"
+        ));
+    } else if !characters.is_null() {
+        out.push_str(&format!(
+            "{pad}  netCDF characters: joined into strings of {} bytes (decode_cf)\n",
+            characters["string_length"]
+        ));
+    }
     render_table(&node["table"], &pad, out);
 }
 

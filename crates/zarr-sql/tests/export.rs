@@ -437,6 +437,16 @@ fn inspect_shows_the_tree_and_schemas() {
         .find(|c| c["path"] == "c")
         .unwrap();
     assert_eq!(c["data_type"]["unsupported"], true);
+    // netCDF character arrays: the strings they join into.
+    let o = zarr_sql(&["inspect", &fixture("characters_v3.zarr")]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.contains("  name (array, zarr v3): null_terminated_bytes\n    shape: [6,10]")
+            && text.contains("netCDF characters: joined into strings of 10 bytes (decode_cf)")
+            && text
+                .contains("table (18 rows): time UInt64, station Binary, code Binary, name Utf8"),
+        "{text}"
+    );
     let o = zarr_sql(&["inspect", "/no/such/store"]);
     assert_eq!(o.status.code(), Some(1));
 }

@@ -43,6 +43,31 @@ pub(super) fn attach(mut node: ArrayNode, limits: &Limits, build: Build<'_>) -> 
     node
 }
 
+/// Leaves joined only the character arrays whose string-length dimension xarray "stacks"
+/// (`conventions.decode_cf_variables`): no array of the group is named after it, and every
+/// array along it holds bytes (`S`) with it last. A one-byte flag (`qc(time)` beside
+/// `temp(time)`, Argo's `PSAL_QC(N_PROF, N_LEVELS)`) stays one character per row.
+pub(super) fn keep_stackable(arrays: &mut [ArrayNode]) {
+    let last_dimension = |a: &ArrayNode| a.dimension_names.last().cloned().flatten();
+    let stackable = |dim: &str| {
+        let along = |a: &&ArrayNode| a.dimension_names.iter().flatten().any(|d| d == dim);
+        !arrays.iter().any(|a| a.name == dim)
+            && arrays.iter().filter(along).all(|a| {
+                matches!(a.kind, Some(ElementKind::Bytes { .. }))
+                    && last_dimension(a).as_deref() == Some(dim)
+            })
+    };
+    let unstacked: Vec<bool> = arrays
+        .iter()
+        .map(|a| a.characters.is_some() && !last_dimension(a).is_some_and(|d| stackable(&d)))
+        .collect();
+    for (array, unstacked) in arrays.iter_mut().zip(unstacked) {
+        if unstacked {
+            array.characters = None;
+        }
+    }
+}
+
 /// The joined array's metadata, or why the character array cannot be read joined.
 fn joined_document(node: &ArrayNode, limits: &Limits) -> std::result::Result<Value, String> {
     let rank = node.shape.len();
@@ -61,7 +86,7 @@ fn joined_document(node: &ArrayNode, limits: &Limits) -> std::result::Result<Val
     drop_last(&mut doc, "shape", rank)?;
     doc["fill_value"] = fill;
     if node.zarr_format == 2 {
-        whole_strings(doc.get("chunks"), rank, length, "chunks")?;
+        whole_strings(doc.get("chunks"), rank, length, "chunk shape")?;
         drop_last(&mut doc, "chunks", rank)?;
         if rank > 1 && doc.get("order").and_then(Value::as_str) == Some("F") {
             return Err(
@@ -80,7 +105,7 @@ fn joined_document(node: &ArrayNode, limits: &Limits) -> std::result::Result<Val
         Ok(doc)
     } else {
         let chunk_shape = "/chunk_grid/configuration/chunk_shape";
-        whole_strings(doc.pointer(chunk_shape), rank, length, "chunk_shape")?;
+        whole_strings(doc.pointer(chunk_shape), rank, length, "chunk shape")?;
         if let Some(shape) = doc.pointer_mut(chunk_shape) {
             drop_last(shape, "", rank)?;
         }
@@ -121,7 +146,7 @@ fn joined_codecs(codecs: &mut Value, rank: usize, length: u64) -> std::result::R
             }
             drop_last(config, "order", rank)?;
         } else if name == "sharding_indexed" {
-            whole_strings(config.get("chunk_shape"), rank, length, "inner chunk_shape")?;
+            whole_strings(config.get("chunk_shape"), rank, length, "inner chunk shape")?;
             drop_last(config, "chunk_shape", rank)?;
             if let Some(inner) = config.get_mut("codecs") {
                 joined_codecs(inner, rank, length)?;

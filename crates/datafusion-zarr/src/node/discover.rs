@@ -5,7 +5,9 @@
 use serde_json::{Map, Value};
 
 use super::json::parse_json;
-use super::{ArrayNode, GroupNode, Node, UnreadableArray, display_in, v2, v3, validate};
+use super::{
+    ArrayNode, GroupNode, Node, UnreadableArray, characters, display_in, v2, v3, validate,
+};
 use crate::error::{Result, ZarrError};
 use crate::limits::Limits;
 use crate::store::{ZarrStore, join_key, normalize_node_path};
@@ -15,6 +17,41 @@ use crate::store::{ZarrStore, join_key, normalize_node_path};
 pub(crate) async fn open_node(store: &ZarrStore, path: &str, limits: &Limits) -> Result<Node> {
     crate::codecs::register();
     let path = normalize_node_path(path)?;
+    let mut node = open_at(store, &path, limits).await?;
+    // Whether a character array's strings join depends on its group's other arrays, as in
+    // xarray: an array opened alone is judged among them (alone at the store's root).
+    if let Node::Array(array) = &mut node
+        && array.characters.is_some()
+    {
+        let parent = match path.rsplit_once('/') {
+            Some((parent, _)) => Some(parent),
+            None => (!path.is_empty()).then_some(""),
+        };
+        let siblings = match parent {
+            Some(parent) => match open_at(store, parent, limits).await {
+                Ok(Node::Group(group)) => group.arrays,
+                _ => Vec::new(),
+            },
+            None => Vec::new(),
+        };
+        let stacked = match siblings.iter().find(|a| a.path == array.path) {
+            Some(judged) => judged.characters.is_some(),
+            None => {
+                let mut alone = [array.clone()];
+                characters::keep_stackable(&mut alone);
+                alone[0].characters.is_some()
+            }
+        };
+        if !stacked {
+            array.characters = None;
+        }
+    }
+    Ok(node)
+}
+
+/// Opens the node at the normalized `path`.
+async fn open_at(store: &ZarrStore, path: &str, limits: &Limits) -> Result<Node> {
+    let path = path.to_string();
     let display = node_display(store, &path);
     if let Some(doc) = get_json(store, &join_key(&path, "zarr.json"), limits).await? {
         return open_v3(store, &path, doc, limits).await;
@@ -125,6 +162,7 @@ async fn open_v3(store: &ZarrStore, path: &str, doc: Value, limits: &Limits) -> 
                 }
             }
             arrays.sort_by(|a, b| a.name.cmp(&b.name));
+            characters::keep_stackable(&mut arrays);
             unreadable.sort_by(|a, b| a.name.cmp(&b.name));
             groups.sort();
             Ok(Node::Group(GroupNode {
@@ -238,6 +276,7 @@ async fn open_v2_group(
         }
     }
     arrays.sort_by(|a, b| a.name.cmp(&b.name));
+    characters::keep_stackable(&mut arrays);
     unreadable.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Node::Group(GroupNode {
         display,

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt64Array};
 use arrow::compute::take;
-use arrow::datatypes::{DataType, SchemaRef};
+use arrow::datatypes::{DataType, Field, SchemaRef};
+use arrow::error::ArrowError;
 use datafusion::physical_plan::PhysicalExpr;
 use datafusion::physical_plan::metrics::Count;
 
@@ -473,6 +474,21 @@ fn build_batch(
         Some(sel) => sel[positions.clone()].iter().map(|&r| r as usize).collect(),
         None => Vec::new(),
     };
+    // `Utf8` and `Binary` hold a batch's bytes behind 32-bit offsets: a long string repeated
+    // on every row of a batch (a netCDF `history`) can pass 2 GiB.
+    let repeat_error = |what: &str, field: &Field, e: ArrowError| match e {
+        ArrowError::OffsetOverflowError(bytes) => ZarrError::metadata(
+            &model.display,
+            format!(
+                "column {} repeats {bytes} bytes of values in one batch, more than a {} column \
+                 holds (2 GiB): set string_type = 'utf8view' (which repeats them without \
+                 copies) or a smaller batch size",
+                field.name(),
+                field.data_type()
+            ),
+        ),
+        e => ZarrError::internal(format!("{what} of {}: {e}", model.display)),
+    };
     let mut arrays: Vec<ArrayRef> = Vec::with_capacity(unit.columns.len());
     for (column, field) in unit.columns.iter().zip(schema.fields()) {
         arrays.push(match column {
@@ -484,9 +500,7 @@ fn build_batch(
                     None => expand(values, positions.clone(), strides[*dim], unit.extent[*dim]),
                     Some(_) => take(values.as_ref(), &UInt64Array::from(local(*dim, 0)), None),
                 };
-                coordinates.map_err(|e| {
-                    ZarrError::internal(format!("looking up coordinates of {}: {e}", model.display))
-                })?
+                coordinates.map_err(|e| repeat_error("looking up coordinates", field, e))?
             }
             UnitColumn::Broadcast { dims, values } => {
                 // The element of each row: its unit coordinates along `dims`, in C order.
@@ -496,9 +510,8 @@ fn build_batch(
                         *e = *e * unit.extent[d] + c;
                     }
                 }
-                take(values.as_ref(), &UInt64Array::from(elements), None).map_err(|e| {
-                    ZarrError::internal(format!("repeating values of {}: {e}", model.display))
-                })?
+                take(values.as_ref(), &UInt64Array::from(elements), None)
+                    .map_err(|e| repeat_error("repeating values", field, e))?
             }
             UnitColumn::Value { node, region } => match &unit.selection {
                 None => {

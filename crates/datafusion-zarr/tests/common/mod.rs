@@ -128,3 +128,12 @@ impl Rng {
         self.next() % n.max(1)
     }
 }
+
+/// The values of column `col` of `sql`'s result (in a default context), as JSON.
+pub async fn values(sql: &str, col: &str) -> Vec<Value> {
+    let ctx = context();
+    let batches = query(&ctx, sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    to_json(column(&batches, col).as_ref())
+}
