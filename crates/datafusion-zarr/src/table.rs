@@ -482,7 +482,7 @@ fn arrow_type(array: &ArrayNode, options: &ZarrOptions) -> Result<ArrowType> {
         },
         ElementKind::String => ArrowType::Utf8,
         ElementKind::Bytes { .. } | ElementKind::VariableBytes
-            if options.binary_as_string || (options.decode_cf && array.utf8_text) =>
+            if options.binary_as_string || (options.decode_cf && array.text.is_some()) =>
         {
             match options.string_type {
                 StringType::Utf8View => ArrowType::Utf8View,

@@ -537,6 +537,18 @@ async fn bytes_encoded_as_utf8_that_are_not_name_the_element() {
         to_json(column(&batches, "v").as_ref()),
         [json!("6f6b"), json!("fffe")]
     );
+    // ASCII is checked as ASCII (xarray fails on such bytes too), not read as UTF-8.
+    std::fs::write(
+        dir.path().join(".zattrs"),
+        json!({"_Encoding": "ascii"}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("0"), b"ok\xc3\xa9").unwrap();
+    let e = open_error(&dir).await;
+    assert!(
+        e.contains("chunk 0") && e.contains("element 1 is not ASCII, which its _Encoding"),
+        "{e}"
+    );
 }
 
 /// A coordinate is read whole to prune by it only within a bound (the smaller of

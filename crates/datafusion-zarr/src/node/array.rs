@@ -112,7 +112,7 @@ pub(super) fn finish(parsed: Parsed, path: &str, limits: &Limits) -> Result<Arra
         _ => None,
     };
     let cf = attributes.and_then(|a| cf::decoding(kind.as_ref(), a, v2_fill));
-    let utf8_text = attributes.is_some_and(|a| cf::utf8_text(kind.as_ref(), a));
+    let text = attributes.and_then(|a| cf::text_encoding(kind.as_ref(), a));
     Ok(ArrayNode {
         display,
         path: path.to_string(),
@@ -127,7 +127,7 @@ pub(super) fn finish(parsed: Parsed, path: &str, limits: &Limits) -> Result<Arra
         shard_index,
         inner,
         cf,
-        utf8_text,
+        text,
         characters: None,
         chunk_keys_of: None,
     })

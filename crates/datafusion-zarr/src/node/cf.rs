@@ -194,18 +194,33 @@ pub(crate) fn check_packing(
     Ok(())
 }
 
-/// Whether bytes of `kind` are UTF-8 text by their attributes: xarray writes strings as `S`
-/// bytes with `_Encoding: "utf-8"` when their encoding asks for bytes (a dataset opened from
-/// netCDF keeps `dtype: S1`), and decodes them back to strings. ASCII is UTF-8; other
-/// encodings stay bytes.
-pub(super) fn utf8_text(kind: Option<&ElementKind>, attributes: &Map<String, Value>) -> bool {
+/// The text encoding of bytes, as their `_Encoding` attribute names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextEncoding {
+    /// UTF-8.
+    Utf8,
+    /// ASCII (UTF-8 of code points below 128 only: another byte is an error, as in xarray).
+    Ascii,
+}
+
+/// Which text bytes of `kind` are by their attributes: xarray writes strings as `S` bytes
+/// with `_Encoding: "utf-8"` when their encoding asks for bytes (a dataset opened from netCDF
+/// keeps `dtype: S1`), and decodes them back to strings. Other encodings stay bytes.
+pub(super) fn text_encoding(
+    kind: Option<&ElementKind>,
+    attributes: &Map<String, Value>,
+) -> Option<TextEncoding> {
     let bytes = matches!(
         kind,
         Some(ElementKind::Bytes { .. } | ElementKind::VariableBytes)
     );
     let encoding = attributes.get("_Encoding").and_then(Value::as_str);
     let encoding = encoding.map(|e| e.to_ascii_lowercase().replace(['-', '_'], ""));
-    bytes && matches!(encoding.as_deref(), Some("utf8" | "ascii" | "usascii"))
+    match encoding.as_deref() {
+        Some("utf8") if bytes => Some(TextEncoding::Utf8),
+        Some("ascii" | "usascii") if bytes => Some(TextEncoding::Ascii),
+        _ => None,
+    }
 }
 
 /// `units: "<unit> since <date>"` in a calendar Arrow's timestamps hold: the proleptic
@@ -461,13 +476,15 @@ mod tests {
         let bytes = ElementKind::Bytes { length_bytes: 4 };
         let text = |kind: &ElementKind, encoding: &str| {
             let attributes = json!({"_Encoding": encoding});
-            utf8_text(Some(kind), attributes.as_object().unwrap())
+            text_encoding(Some(kind), attributes.as_object().unwrap())
         };
-        assert!(text(&bytes, "utf-8") && text(&bytes, "UTF8") && text(&bytes, "ascii"));
-        assert!(text(&ElementKind::VariableBytes, "utf-8"));
-        assert!(!text(&bytes, "latin-1") && !text(&bytes, "utf-16"));
-        assert!(!text(&ElementKind::Primitive(ArrowType::Int8), "utf-8"));
-        assert!(!utf8_text(Some(&bytes), &Map::new()));
+        let utf8 = Some(TextEncoding::Utf8);
+        assert!(text(&bytes, "utf-8") == utf8 && text(&bytes, "UTF8") == utf8);
+        assert_eq!(text(&bytes, "ascii"), Some(TextEncoding::Ascii));
+        assert_eq!(text(&ElementKind::VariableBytes, "utf-8"), utf8);
+        assert!(text(&bytes, "latin-1").is_none() && text(&bytes, "utf-16").is_none());
+        assert!(text(&ElementKind::Primitive(ArrowType::Int8), "utf-8").is_none());
+        assert!(text_encoding(Some(&bytes), &Map::new()).is_none());
     }
 
     #[test]

@@ -92,8 +92,8 @@ pub struct ArrayNode {
     pub inner: Option<Arc<InnerChunks>>,
     /// What the CF attributes ask of the stored numbers (applied under `decode_cf`).
     pub cf: Option<cf::CfDecoding>,
-    /// Bytes whose `_Encoding` says they are UTF-8 text: strings under `decode_cf`.
-    pub utf8_text: bool,
+    /// The text encoding of bytes whose `_Encoding` names one: strings under `decode_cf`.
+    pub text: Option<cf::TextEncoding>,
     /// A netCDF character array (`S1`, its last dimension the string length) as xarray joins
     /// it, one string per row of that dimension: what tables read under `decode_cf`, or why
     /// it cannot be read so ([`characters`]).

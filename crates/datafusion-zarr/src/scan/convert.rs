@@ -11,6 +11,7 @@ use arrow::buffer::{BooleanBuffer, MutableBuffer, NullBuffer, OffsetBuffer, Scal
 use arrow::datatypes::DataType as ArrowType;
 
 use crate::error::{Result, ZarrError};
+use crate::node::cf::TextEncoding;
 use crate::node::{ArrayNode, ElementKind};
 use crate::options::ZarrOptions;
 use crate::scan::read::Elements;
@@ -105,7 +106,14 @@ pub(crate) fn to_arrow(
             let offsets = OffsetBuffer::new(ScalarBuffer::from(out_offsets));
             if *kind == ElementKind::VariableBytes {
                 let binary = BinaryArray::new(offsets, values.to_vec().into(), nulls);
-                return as_binary_type(Arc::new(binary), data_type, node, rows.start, locate);
+                return as_binary_type(
+                    Arc::new(binary),
+                    data_type,
+                    node,
+                    options,
+                    rows.start,
+                    locate,
+                );
             }
             let a = StringArray::try_new(offsets, values.to_vec().into(), nulls).map_err(|e| {
                 ZarrError::Chunk {
@@ -127,7 +135,7 @@ pub(crate) fn to_arrow(
                 .ok_or_else(|| {
                     fail("a batch holds more than 2 GiB of bytes; use a smaller batch size".into())
                 })?;
-            as_binary_type(binary, data_type, node, rows.start, locate)
+            as_binary_type(binary, data_type, node, options, rows.start, locate)
         }
         (ElementKind::Primitive(stored), Elements::Fixed { bytes, size }) => {
             let t = stored;
@@ -203,11 +211,28 @@ fn as_binary_type(
     binary: ArrayRef,
     data_type: &ArrowType,
     node: &ArrayNode,
+    options: &ZarrOptions,
     start: usize,
     locate: Locate<'_>,
 ) -> Result<ArrayRef> {
     if *data_type == ArrowType::Binary {
         return Ok(binary);
+    }
+    if options.decode_cf && node.text == Some(TextEncoding::Ascii) {
+        let elements = binary.as_binary::<i32>();
+        let bad = elements
+            .iter()
+            .position(|e| e.is_some_and(|b| !b.is_ascii()));
+        if let Some(index) = bad {
+            let (chunk, index) = locate(start + index);
+            return Err(ZarrError::Chunk {
+                array: node.display.clone(),
+                chunk,
+                message: format!(
+                    "element {index} is not ASCII, which its _Encoding attribute says it is"
+                ),
+            });
+        }
     }
     // arrow's cast checks the UTF-8 (unsafe: an error, not NULL).
     let checked = arrow::compute::CastOptions {
@@ -222,9 +247,9 @@ fn as_binary_type(
         let (chunk, message) = match bad {
             Some(index) => {
                 let (chunk, index) = locate(start + index);
-                let why = match node.utf8_text {
-                    true => "its _Encoding attribute says it is",
-                    false => "binary_as_string needs",
+                let why = match node.text {
+                    Some(_) => "its _Encoding attribute says it is",
+                    None => "binary_as_string needs",
                 };
                 let message = format!("element {index} is not UTF-8, which {why}");
                 (chunk, message)
