@@ -898,3 +898,41 @@ async fn a_long_string_repeated_past_two_gib_names_the_way_out() {
         [json!(3_000_000_000u64)]
     );
 }
+
+/// Strings of no characters (a string length of 0, which netCDF allows) read as empty
+/// strings, as xarray joins them: nothing is stored.
+#[tokio::test]
+async fn character_arrays_of_no_characters_are_empty_strings() {
+    let dir = tempfile::tempdir().unwrap();
+    let zarray = json!({"zarr_format": 2, "shape": [3, 0], "chunks": [2, 1], "dtype": "|S1",
+                        "compressor": null, "fill_value": "eA==", "order": "C", "filters": null});
+    std::fs::write(dir.path().join(".zarray"), zarray.to_string()).unwrap();
+    let zattrs = json!({"_ARRAY_DIMENSIONS": ["x", "strlen"], "_Encoding": "utf-8"});
+    std::fs::write(dir.path().join(".zattrs"), zattrs.to_string()).unwrap();
+    let sql = format!(
+        "SELECT value FROM read_zarr('{}') ORDER BY x",
+        dir.path().display()
+    );
+    let batches = query(&context(), &sql).await.unwrap();
+    assert_eq!(
+        to_json(column(&batches, "value").as_ref()),
+        vec![json!(""); 3]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut array = v3_array(
+        &[2, 0],
+        &[1, 4],
+        "int8",
+        json!("eA=="),
+        json!(["x", "strlen"]),
+    );
+    array["data_type"] =
+        json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 1}});
+    write_node(dir.path(), "", &array);
+    let sql = format!(
+        "SELECT encode(value, 'hex') AS v FROM read_zarr('{}') ORDER BY x",
+        dir.path().display()
+    );
+    let batches = query(&context(), &sql).await.unwrap();
+    assert_eq!(to_json(column(&batches, "v").as_ref()), vec![json!(""); 2]);
+}

@@ -73,15 +73,20 @@ fn joined_document(node: &ArrayNode, limits: &Limits) -> std::result::Result<Val
     let rank = node.shape.len();
     let length = node.shape[rank - 1];
     let doc = &node.metadata;
-    if length == 0 {
-        return Err("its string length (last dimension) is 0".into());
-    }
+    // Strings of no characters (a string length of 0, which netCDF allows): nothing is
+    // stored, and each reads as the fill of one NUL, the empty string.
+    let empty = length == 0;
+    let width = length.max(1);
     limits
         .chunk
-        .check(&node.display, "one joined string", Some(length))
+        .check(&node.display, "one joined string", Some(width))
         .map_err(|e| e.to_string())?;
-    let length_bytes = usize::try_from(length).map_err(|e| e.to_string())?;
-    let fill = joined_fill(doc.get("fill_value"), length_bytes)?;
+    let length_bytes = usize::try_from(width).map_err(|e| e.to_string())?;
+    let fill = match empty {
+        true => Value::Null,
+        false => joined_fill(doc.get("fill_value"), length_bytes)?,
+    };
+    let length = (!empty).then_some(length);
     let mut doc = doc.clone();
     drop_last(&mut doc, "shape", rank)?;
     doc["fill_value"] = fill;
@@ -95,7 +100,7 @@ fn joined_document(node: &ArrayNode, limits: &Limits) -> std::result::Result<Val
                     .into(),
             );
         }
-        doc["dtype"] = json!(format!("|S{length}"));
+        doc["dtype"] = json!(format!("|S{width}"));
         if let Some(zattrs) = doc.get_mut("attributes") {
             drop_last(zattrs, "_ARRAY_DIMENSIONS", rank)?;
         }
@@ -110,8 +115,11 @@ fn joined_document(node: &ArrayNode, limits: &Limits) -> std::result::Result<Val
             drop_last(shape, "", rank)?;
         }
         drop_last(&mut doc, "dimension_names", rank)?;
+        if empty {
+            doc["fill_value"] = json!("");
+        }
         doc["data_type"] = json!({"name": "null_terminated_bytes",
-                                  "configuration": {"length_bytes": length}});
+                                  "configuration": {"length_bytes": width}});
         if let Some(codecs) = doc.get_mut("codecs") {
             joined_codecs(codecs, rank, length)?;
         }
@@ -121,7 +129,11 @@ fn joined_document(node: &ArrayNode, limits: &Limits) -> std::result::Result<Val
 
 /// The codecs of the joined array: a `transpose` loses its last axis (which must stay last),
 /// a `sharding_indexed` its inner chunks' last dimension (which must be whole strings).
-fn joined_codecs(codecs: &mut Value, rank: usize, length: u64) -> std::result::Result<(), String> {
+fn joined_codecs(
+    codecs: &mut Value,
+    rank: usize,
+    length: Option<u64>,
+) -> std::result::Result<(), String> {
     let Some(codecs) = codecs.as_array_mut() else {
         return Ok(());
     };
@@ -156,11 +168,12 @@ fn joined_codecs(codecs: &mut Value, rank: usize, length: u64) -> std::result::R
     Ok(())
 }
 
-/// Checks that the last of a chunk shape's `rank` entries is the string length.
+/// Checks that the last of a chunk shape's `rank` entries is the string length (`None`:
+/// strings of no characters, which no chunk holds).
 fn whole_strings(
     chunk_shape: Option<&Value>,
     rank: usize,
-    length: u64,
+    length: Option<u64>,
     what: &str,
 ) -> std::result::Result<(), String> {
     let last = chunk_shape
@@ -168,6 +181,11 @@ fn whole_strings(
         .filter(|s| s.len() == rank)
         .and_then(|s| s.last())
         .and_then(Value::as_u64);
+    let Some(length) = length else {
+        return last
+            .map(|_| ())
+            .ok_or_else(|| format!("its {what} is not a list of {rank} sizes"));
+    };
     match last {
         Some(last) if last == length => Ok(()),
         Some(last) if last < length => Err(format!(
@@ -242,15 +260,15 @@ mod tests {
                 "codecs": [{"name": "bytes"}, {"name": "zstd", "configuration": {"level": 1}}],
                 "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}
         ]);
-        joined_codecs(&mut codecs, 3, 8).unwrap();
+        joined_codecs(&mut codecs, 3, Some(8)).unwrap();
         assert_eq!(codecs[0]["configuration"]["order"], json!([1, 0]));
         assert_eq!(codecs[1]["configuration"]["chunk_shape"], json!([2, 3]));
         let mut moved = json!([{"name": "transpose", "configuration": {"order": [1, 0]}}]);
-        let e = joined_codecs(&mut moved, 2, 8).unwrap_err();
+        let e = joined_codecs(&mut moved, 2, Some(8)).unwrap_err();
         assert!(e.contains("moves its string-length"), "{e}");
         let mut split = json!([{"name": "sharding_indexed", "configuration": {
             "chunk_shape": [2, 4], "codecs": [], "index_codecs": []}}]);
-        let e = joined_codecs(&mut split, 2, 8).unwrap_err();
+        let e = joined_codecs(&mut split, 2, Some(8)).unwrap_err();
         assert!(e.contains("into chunks of 4"), "{e}");
     }
 }
