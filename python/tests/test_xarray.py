@@ -120,8 +120,9 @@ def test_group_table_equals_to_dataframe(ctx, tmp_path, zarr_format: int) -> Non
 def test_character_arrays_equal_xarrays_strings(ctx, tmp_path, zarr_format: int) -> None:
     """netCDF character arrays (S1, the last dimension the string length) as xarray writes
     them back from a netCDF dataset: random UTF-8 names (some empty) with _Encoding, codes
-    without one (bytes), and a character coordinate written with zarr-python. Every column
-    equals xarray's to_dataframe of the store as xarray opens it."""
+    without one (bytes), a character coordinate written with zarr-python, and one-byte flags
+    xarray does not join. Every column equals xarray's to_dataframe of the store as xarray
+    opens it."""
     import zarr
 
     rng = np.random.default_rng(11)
@@ -139,9 +140,11 @@ def test_character_arrays_equal_xarrays_strings(ctx, tmp_path, zarr_format: int)
                  {"_Encoding": "utf-8"}),
         "code": (("station", "code_strlen"), chars(codes, 4)),
         "temp": (("time", "station"), rng.normal(size=(t, n))),
+        # A one-byte flag per reading, which xarray keeps as characters (not joined).
+        "qc": (("time", "station"), rng.choice(np.array([b"1", b"4", b"9"]), size=(t, n))),
     })
     encoding = {"name": {"chunks": (5, width)}, "code": {"chunks": (8, 4)},
-                "temp": {"chunks": (3, 10)}}
+                "temp": {"chunks": (3, 10)}, "qc": {"chunks": (2, 7)}}
     path = tmp_path / "stations.zarr"
     ds.to_zarr(path, zarr_format=zarr_format, consolidated=False, encoding=encoding)
     group = zarr.open_group(path, mode="a", zarr_format=zarr_format)
