@@ -60,6 +60,15 @@ def timed(run) -> float:
     return time.perf_counter() - start
 
 
+def medians(walls: dict[str, list[float]]) -> dict[str, float]:
+    """Prints each side's median and runs, and returns the medians."""
+    m = {k: statistics.median(v) for k, v in walls.items()}
+    width = max(len(k) for k in walls)
+    for k, v in walls.items():
+        print(f"  {k:{width}} median {m[k]:.3f}   runs [{', '.join(f'{t:.3f}' for t in v)}]")
+    return m
+
+
 def main() -> None:
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -90,10 +99,8 @@ def main() -> None:
             walls["decoded"].append(timed(decoded))
             walls["stored"].append(timed(stored))
             walls["peer"].append(timed(peer))
-        m = {k: statistics.median(v) for k, v in walls.items()}
         print(f"{name}:")
-        for k, v in walls.items():
-            print(f"  {k:8} median {m[k]:.3f}   runs [{', '.join(f'{t:.3f}' for t in v)}]")
+        m = medians(walls)
         print(f"  decoded / stored {m['decoded'] / m['stored']:.2f}x   "
               f"peer / decoded {m['peer'] / m['decoded']:.2f}x\n")
 

@@ -12,14 +12,14 @@ The two stores (5,000,000 strings of up to 16 bytes, some beyond ASCII, chunks o
 strings, zstd) are written into benches/data on the first run.
 """
 import os
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import zarr
+
+from cf import medians, timed  # benches/cf.py, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benches" / "data"
@@ -59,12 +59,6 @@ def peer(store: Path) -> int:
     return int((decoded != "zzzz").sum())
 
 
-def timed(run) -> float:
-    start = time.perf_counter()
-    run()
-    return time.perf_counter() - start
-
-
 def main() -> None:
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -88,10 +82,8 @@ def main() -> None:
     for _ in range(runs):
         for k, run in sides.items():
             walls[k].append(timed(run))
-    m = {k: statistics.median(v) for k, v in walls.items()}
     print(f"{N:,} strings, {runs} runs each, alternating; medians in seconds")
-    for k, v in walls.items():
-        print(f"  {k:10} median {m[k]:.3f}   runs [{', '.join(f'{t:.3f}' for t in v)}]")
+    m = medians(walls)
     print(f"  joined / stored S16 {m['joined'] / m['stored S16']:.2f}x   "
           f"xarray / joined {m['xarray'] / m['joined']:.2f}x")
 

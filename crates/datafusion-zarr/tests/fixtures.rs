@@ -341,6 +341,33 @@ async fn attributes_of_nan_and_infinity_as_python_writes_them() {
     }
 }
 
+/// Asserts that each column of `names` of `SELECT {select} FROM read_zarr(store) ORDER BY
+/// {order}` equals `want[name]`, with 1 and with 3 partitions; returns the last result.
+async fn assert_columns(
+    store: &str,
+    select: &[String],
+    order: &str,
+    names: &[&str],
+    want: &Value,
+) -> Vec<arrow::array::RecordBatch> {
+    let mut batches = Vec::new();
+    for partitions in [1, 3] {
+        let ctx = common::context_with_partitions(partitions);
+        let sql = format!(
+            "SELECT {} FROM read_zarr('{store}') ORDER BY {order}",
+            select.join(", ")
+        );
+        batches = query(&ctx, &sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        for name in names {
+            let got = to_json(column(&batches, name).as_ref());
+            assert_eq!(Value::Array(got), want[*name], "{store} {name}");
+        }
+    }
+    batches
+}
+
 /// Arrays of fewer dimensions repeat along the table's others, as xarray's `to_dataframe`
 /// repeats them: 2-D coordinates `lat(y, x)` beside `temp(time, y, x)`, `w(x, y)` in the
 /// other order, `vt(x, time, y)` transposed, a 0-D `crs`, each chunked differently from the
@@ -354,20 +381,8 @@ async fn arrays_of_fewer_dimensions_repeat_as_xarrays_to_dataframe_repeats_them(
     let want = &exp["columns"];
     for store in exp["stores"].as_array().unwrap() {
         let store = fixture(store.as_str().unwrap());
-        for partitions in [1, 3] {
-            let ctx = common::context_with_partitions(partitions);
-            let sql = format!(
-                "SELECT {} FROM read_zarr('{store}') ORDER BY time, y, x",
-                names.join(", ")
-            );
-            let batches = query(&ctx, &sql)
-                .await
-                .unwrap_or_else(|e| panic!("{sql}: {e}"));
-            for name in names {
-                let got = to_json(column(&batches, name).as_ref());
-                assert_eq!(Value::Array(got), want[name], "{store} {name}");
-            }
-        }
+        let select = names.map(str::to_string);
+        assert_columns(&store, &select, "time, y, x", &names, want).await;
         // The rows a string filter selects (read first, the rest transcoded for them only).
         let sql = format!(
             "SELECT time, y, x, w, crs, lat FROM read_zarr('{store}') \
@@ -404,23 +419,10 @@ async fn character_arrays_are_strings_as_xarray_joins_them() {
     let select: Vec<String> = names.iter().map(|n| hex(n)).collect();
     for store in exp["stores"].as_array().unwrap() {
         let store = fixture(store.as_str().unwrap());
-        for partitions in [1, 3] {
-            let ctx = common::context_with_partitions(partitions);
-            let sql = format!(
-                "SELECT {} FROM read_zarr('{store}') ORDER BY station, time",
-                select.join(", ")
-            );
-            let batches = query(&ctx, &sql)
-                .await
-                .unwrap_or_else(|e| panic!("{sql}: {e}"));
-            for name in names {
-                let got = to_json(column(&batches, name).as_ref());
-                assert_eq!(Value::Array(got), want[name], "{store} {name}");
-            }
-            let schema = batches[0].schema();
-            let name_type = schema.field_with_name("name").unwrap().data_type();
-            assert_eq!(name_type, &DataType::Utf8, "{store}");
-        }
+        let batches = assert_columns(&store, &select, "station, time", &names, want).await;
+        let schema = batches[0].schema();
+        let name_type = schema.field_with_name("name").unwrap().data_type();
+        assert_eq!(name_type, &DataType::Utf8, "{store}");
         let sql = format!(
             "SELECT encode(station, 'hex') AS station, time FROM read_zarr('{store}') \
              WHERE name = 'süd' ORDER BY time"
