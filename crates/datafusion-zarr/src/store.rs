@@ -398,8 +398,15 @@ fn local_url(location: &str, path: &std::path::Path) -> Result<Url> {
     let abs = std::fs::canonicalize(path)
         .map_err(|e| ZarrError::Location(format!("'{location}' cannot be opened: {e}")))?;
     if !abs.is_dir() {
+        // zarr-python 2's ZipStore writes a store as one zip file.
+        let zip = match abs.extension().and_then(|e| e.to_str()) {
+            Some(e) if e.eq_ignore_ascii_case("zip") => {
+                " (zip stores are not read: unzip it and give the directory)"
+            }
+            _ => "",
+        };
         return Err(ZarrError::Location(format!(
-            "'{location}' is a file, not a Zarr store directory"
+            "'{location}' is a file, not a Zarr store directory{zip}"
         )));
     }
     Url::from_directory_path(&abs)

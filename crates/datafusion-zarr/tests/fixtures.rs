@@ -1,5 +1,6 @@
 //! One test per rule of the data types and the table model, on committed fixtures written by
-//! zarr-python 3.1.6 and xarray (`tests/data/fixtures/make_fixtures.py`).
+//! zarr-python 3.1.6, xarray and netCDF-C (`tests/data/fixtures/make_fixtures.py`) and by
+//! zarr-python 2 (`make_zarr2_fixtures.py`).
 
 mod common;
 
@@ -494,6 +495,39 @@ async fn nczarr_character_arrays_and_dimension_names() {
             exp["code"],
             "{sql}"
         );
+    }
+}
+
+/// A group written by zarr-python 2 (`make_zarr2_fixtures.py`): object arrays of the `json2`
+/// codec, structured, void and complex arrays are left out of the group's table as types we
+/// do not read (naming one is an error that says so), and a `vlen-utf8` array whose fill is the
+/// integer 0 reads its never-written chunk as "0", as zarr-python 3 reads it.
+#[tokio::test]
+async fn a_zarr_python_2_group_leaves_out_the_types_it_does_not_read() {
+    let path = root().join("tests/data/fixtures/expected_zarr2.json");
+    let text = std::fs::read_to_string(path).unwrap();
+    let exp: Value = serde_json::from_str(&text).unwrap();
+    let store = fixture("zarr2_group.zarr");
+    let sql = format!("SELECT * FROM read_zarr('{store}') ORDER BY dim_0");
+    let batches = query(&context(), &sql).await.unwrap();
+    let schema = batches[0].schema();
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(names, ["dim_0", "s", "words"]);
+    for name in ["s", "words"] {
+        let got = to_json(column(&batches, name).as_ref());
+        assert_eq!(Value::Array(got), exp[name], "{name}");
+    }
+    for (array, shown) in [
+        ("m", "unsupported data type |O (json2)"),
+        (
+            "st",
+            "unsupported data type [[\"a\",\"<i4\"],[\"b\",\"<f8\"]]",
+        ),
+        ("v", "unsupported data type |V4"),
+        ("c", "unsupported data type <c16"),
+    ] {
+        let e = error(&format!("SELECT * FROM read_zarr('{store}', '{array}')")).await;
+        assert!(e.contains(shown), "{array}: {e}");
     }
 }
 

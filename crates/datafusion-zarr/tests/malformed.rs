@@ -184,6 +184,11 @@ async fn store_errors() {
     std::fs::write(&file, b"x").unwrap();
     let e = error_of(&format!("SELECT * FROM read_zarr('{}')", file.display())).await;
     assert!(e.contains("is a file, not a Zarr store directory"), "{e}");
+    // zarr-python 2's ZipStore: a zip file.
+    let zip = dir.path().join("store.zip");
+    std::fs::write(&zip, b"PK").unwrap();
+    let e = error_of(&format!("SELECT * FROM read_zarr('{}')", zip.display())).await;
+    assert!(e.contains("zip stores are not read: unzip it"), "{e}");
     // A path that would leave the store.
     let e = error_of(&format!(
         "SELECT * FROM read_zarr('{}', '../x')",

@@ -96,12 +96,15 @@ fn as_written(
     // zarrs is given the storage of a NumPy type it does not read as we map it.
     let fill = zarray.get("fill_value").cloned().unwrap_or(Value::Null);
     let mut for_zarrs = zarray.clone();
+    let filters = filter_ids(&zarray);
     // zarrs reads every `|O` array as strings; `vlen-bytes` writes bytes the same way.
-    let vlen_bytes = data_type_name == "|O"
-        && zarray
-            .get("filters")
-            .and_then(Value::as_array)
-            .is_some_and(|f| f.iter().any(|f| f.get("id") == Some(&json!("vlen-bytes"))));
+    let vlen_bytes = data_type_name == "|O" && filters.contains(&"vlen-bytes");
+    // zarr-python 2 writes `0` as the fill of a `vlen-utf8` array (`zarr.zeros(dtype=str)`);
+    // zarr-python 3 reads the number as its decimal string, and so do we.
+    let vlen_utf8 = data_type_name == "|O" && filters.contains(&"vlen-utf8");
+    if let (true, Value::Number(n)) = (vlen_utf8, &fill) {
+        for_zarrs["fill_value"] = json!(n.to_string());
+    }
     let kind = match numpy_types::v2(&display, &data_type_name, &fill, limits)? {
         None if vlen_bytes => Some(ElementKind::VariableBytes),
         Some(mapped) => mapped.read.map(|storage| {
@@ -111,6 +114,15 @@ fn as_written(
         }),
         None => None,
     };
+    // A type we do not read is an unsupported array, not invalid metadata (its group stays
+    // readable): zarrs is given one-byte elements without the object codec, so that the
+    // shape, chunks and compressor are still checked.
+    let unsupported = unsupported_type(&dtype, &filters);
+    if unsupported.is_some() {
+        for_zarrs["dtype"] = json!("|u1");
+        for_zarrs["fill_value"] = Value::Null;
+        for_zarrs["filters"] = Value::Null;
+    }
     let meta: ArrayMetadataV2 = serde_json::from_value(for_zarrs)
         .map_err(|e| ZarrError::metadata(&display, format!("invalid .zarray: {e}")))?;
     let mut doc = zarray;
@@ -124,7 +136,38 @@ fn as_written(
         doc,
         kind,
     };
-    array::finish(parsed, path, limits)
+    let mut node = array::finish(parsed, path, limits)?;
+    if let Some(name) = unsupported {
+        node.data_type_name = name;
+        (node.kind, node.array, node.cf, node.text) = (None, None, None, None);
+    }
+    Ok(node)
+}
+
+/// The `id` of each filter of `.zarray`.
+fn filter_ids(zarray: &Value) -> Vec<&str> {
+    let filters = zarray.get("filters").and_then(Value::as_array);
+    (filters.into_iter().flatten())
+        .filter_map(|f| f.get("id").and_then(Value::as_str))
+        .collect()
+}
+
+/// The data type as shown, when zarr-python 2 writes it and we do not read it: NumPy's
+/// structured (a list of fields) and void (`|V8`) types, and object arrays of other codecs
+/// than `vlen-utf8` and `vlen-bytes` (`json2`, `msgpack2`, `pickle`, `vlen-array`).
+fn unsupported_type(dtype: &Value, filters: &[&str]) -> Option<String> {
+    match dtype {
+        Value::String(d) if d.len() > 1 && d[1..].starts_with('V') => Some(d.clone()),
+        Value::String(d) if d == "|O" => {
+            let read = filters
+                .iter()
+                .any(|id| matches!(*id, "vlen-utf8" | "vlen-bytes"));
+            let codec = filters.first().copied().unwrap_or("no object codec");
+            (!read).then(|| format!("|O ({codec})"))
+        }
+        Value::String(_) => None,
+        other => Some(other.to_string()),
+    }
 }
 
 /// The dimension names NCZarr writes in `_NCZARR_ARRAY.dimrefs`, the last segment of each
