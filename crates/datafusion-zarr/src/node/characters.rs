@@ -8,7 +8,9 @@
 //! (their last dimension is the string length, as netCDF and xarray chunk it) a chunk of the
 //! joined array is byte for byte a chunk of the character array, so it reads the same stored
 //! objects, by the character array's keys with a last index 0 ([`ArrayNode::chunk_keys_of`]).
-//! Tables read the joined array under `decode_cf` (xarray's `concat_characters`).
+//! Tables read the joined array under `decode_cf` (xarray's `concat_characters`), where
+//! xarray joins it: along a string-length dimension no other kind of array uses
+//! ([`keep_stackable`]).
 
 use std::sync::Arc;
 
@@ -25,7 +27,8 @@ use crate::limits::Limits;
 pub(super) type Build<'a> = &'a dyn Fn(Value) -> Result<ArrayNode>;
 
 /// `node` with its joined array ([`ArrayNode::characters`]) when it is a character array:
-/// `S1` elements and every dimension named (xarray's data; xarray joins every such array).
+/// `S1` elements and every dimension named (xarray's data). Whether its group lets it join
+/// is decided with the group's other arrays ([`keep_stackable`]).
 pub(super) fn attach(mut node: ArrayNode, limits: &Limits, build: Build<'_>) -> ArrayNode {
     let is_characters = node.kind == Some(ElementKind::Bytes { length_bytes: 1 })
         && !node.shape.is_empty()
