@@ -157,7 +157,8 @@ fn filter_ids(zarray: &Value) -> Vec<&str> {
 /// than `vlen-utf8` and `vlen-bytes` (`json2`, `msgpack2`, `pickle`, `vlen-array`).
 fn unsupported_type(dtype: &Value, filters: &[&str]) -> Option<String> {
     match dtype {
-        Value::String(d) if d.len() > 1 && d[1..].starts_with('V') => Some(d.clone()),
+        // `get`, not indexing: a dtype may begin with a character of several bytes.
+        Value::String(d) if d.get(1..).is_some_and(|t| t.starts_with('V')) => Some(d.clone()),
         Value::String(d) if d == "|O" => {
             let read = filters
                 .iter()
@@ -187,4 +188,26 @@ fn is_v2_unicode(dtype: &str) -> bool {
         && (b[0] == b'<' || b[0] == b'>')
         && b[1] == b'U'
         && b[2..].iter().all(u8::is_ascii_digit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn types_we_do_not_read_are_named() {
+        assert_eq!(unsupported_type(&json!("|V4"), &[]).as_deref(), Some("|V4"));
+        assert_eq!(
+            unsupported_type(&json!("|O"), &["json2"]).as_deref(),
+            Some("|O (json2)")
+        );
+        assert_eq!(unsupported_type(&json!("|O"), &["vlen-utf8"]), None);
+        assert_eq!(
+            unsupported_type(&json!([["a", "<i4"]]), &[]).as_deref(),
+            Some(r#"[["a","<i4"]]"#)
+        );
+        // A dtype beginning with a character of several bytes is no slicing panic.
+        assert_eq!(unsupported_type(&json!("éV"), &[]), None);
+        assert_eq!(unsupported_type(&json!("é"), &[]), None);
+    }
 }
