@@ -74,7 +74,9 @@ pub(super) fn keep_stackable(arrays: &mut [ArrayNode]) {
 /// The joined array's metadata, or why the character array cannot be read joined.
 fn joined_document(node: &ArrayNode, limits: &Limits) -> std::result::Result<Value, String> {
     let rank = node.shape.len();
-    let length = node.shape[rank - 1];
+    let Some(&length) = node.shape.last() else {
+        return Err("it has no dimensions".into());
+    };
     let doc = &node.metadata;
     // Strings of no characters (a string length of 0, which netCDF allows): nothing is
     // stored, and each reads as the fill of one NUL, the empty string.
