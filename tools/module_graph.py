@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Prints the module import graph of a crate's src/ and any import cycle.
 
-Usage: python3 tools/module_graph.py crates/datafusion-zarr/src
+Usage: python3 tools/module_graph.py src
 
 An edge A -> B means a file of module A names `crate::B…` (or `super::…` resolving to B) in a
 `use` or a path. Names are resolved to the longest module with a file; a `mod` declaration is

@@ -33,7 +33,7 @@ def http_root(tmp_path_factory):
     port = free_port()
     user = "user root;" if os.geteuid() == 0 else ""
     conf = prefix / "nginx.conf"
-    template = ROOT / "crates/datafusion-zarr/tests/servers/nginx.conf"  # the Rust tests' too
+    template = ROOT / "crates/test-support/src/servers/nginx.conf"  # the Rust tests' too
     values = {"user": user, "prefix": str(prefix), "port": str(port), "root": str(CORPUS)}
     text = template.read_text()
     for key, value in values.items():

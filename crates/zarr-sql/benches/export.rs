@@ -6,11 +6,11 @@
 //! - export: `zarr-sql export STORE OUT.parquet` against `peer.py export STORE OUT.parquet`
 //!   (zstd level 3, row groups of 1,000,000 rows, columns `i` uint64 and `value` string; both
 //!   files must hold every row);
-//! - export against the scan (issue #14's goal, at most 1.5×): the export and
+//! - export against the scan (the goal: at most 1.5×): the export and
 //!   `COPY (SELECT * FROM t) TO 'OUT.parquet'` typed in SQL, each against the full scan
 //!   `SELECT count(value) FROM t WHERE value <> 'zzzz'` (every string decoded and transcoded),
 //!   with the CPU time of each;
-//! - the same for issue #14's other shapes, each against its own full scan (every value of
+//! - the same for the other shapes, each against its own full scan (every value of
 //!   every column): the group table `benches/data/group_20m.zarr` (`make_group_store.py`) and
 //!   the N-D array `benches/data/stations.zarr` (`make_pushdown_store.py`), the latter also
 //!   against the peer's export of it (`peer.py export-nd`); a shape whose store is absent is
@@ -309,7 +309,7 @@ mod unix {
             o / fs,
             cs / fs
         );
-        // --- the other shapes of issue #14: a group table and an N-D array ---
+        // --- the other shapes: a group table and an N-D array ---
         let shapes = [
             (
                 "group table (value <U16, code <U4, n int32; 20 M rows)",
@@ -349,7 +349,7 @@ mod unix {
         let _ = std::fs::remove_dir_all(&out_dir);
     }
 
-    /// One shape of issue #14: its full scan, `zarr-sql export` and `COPY`, alternating.
+    /// One shape: its full scan, `zarr-sql export` and `COPY`, alternating.
     struct ExportRun<'a> {
         name: &'a str,
         zarr_sql: &'a Path,

@@ -1,4 +1,4 @@
-//! The latency bench (issue #12): the same query on the local files and over HTTP through a
+//! The latency bench: the same query on the local files and over HTTP through a
 //! proxy that adds a delay to every request (real nginx behind it), side by side in one run,
 //! with the proxy's request counts, our CPU time each way (from `wait4`) and zarr-python +
 //! pyarrow over the same proxy.
@@ -19,15 +19,13 @@
 //! the cores), `ZARR_SQL_BIN` another `zarr-sql`, `PYTHON` the interpreter.
 
 mod common;
-#[path = "../../datafusion-zarr/tests/servers/mod.rs"]
-mod servers;
 
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use common::{env_or, list, median, own_cpu_seconds, run};
-use servers::proxy::Proxy;
+use zarr_test_support::servers::{self, proxy::Proxy};
 
 const QUERY: &str = "SELECT count(*) AS n FROM t WHERE value LIKE '%ab%'";
 

@@ -404,7 +404,7 @@ impl<O: OffsetSizeTrait> Utf8Sink<O> {
         // The buffer was sized for the UTF-32 input, typically several times the UTF-8 (a
         // `<U16` chunk of short labels: 6.4 MB for 1 MB). Arrays live on in batches, row
         // groups and sorts, so the rest goes back to the allocator, in place: keeping it held
-        // half the peak heap of a group table's export (issue #14).
+        // half the peak heap of a group table's export.
         self.values.shrink_to_fit();
         let offsets = OffsetBuffer::new(ScalarBuffer::from(self.offsets));
         let nulls = self.validity.finish();

@@ -1,0 +1,9 @@
+//! The CLI's integration tests, as modules of one binary (each test binary links all of
+//! DataFusion).
+
+mod cli;
+#[cfg(feature = "ballista")]
+mod cluster;
+mod common;
+mod export;
+mod remote;

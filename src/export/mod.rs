@@ -1,0 +1,44 @@
+//! Parquet export: the options, a temporary file beside the target renamed into place only
+//! when complete (so a failed or cancelled export leaves no partial file and never damages an
+//! existing one), and the writer: our own row-group pipeline with encoders for strings and
+//! numbers ([`write_parquet`]; `writer.rs`, `chunk.rs`, `strings.rs`, `numbers.rs`), or
+//! DataFusion's Parquet sink
+//! where the session must write the file itself, as on a cluster ([`write_parquet_with_sink`]).
+//!
+//! ```no_run
+//! # async fn demo() -> datafusion::error::Result<()> {
+//! use std::sync::Arc;
+//! use datafusion::prelude::SessionContext;
+//! use datafusion_zarr::export::{ParquetExport, write_parquet};
+//! use datafusion_zarr::{ZarrOptions, ZarrTable};
+//!
+//! let ctx = SessionContext::new();
+//! let table = ZarrTable::open(&ctx.runtime_env(), "data.zarr", ZarrOptions::default()).await?;
+//! let export = ParquetExport::for_table(&table);
+//! ctx.register_table("t", Arc::new(table))?;
+//! let df = ctx.sql("SELECT * FROM t WHERE value LIKE 'Ber%'").await?;
+//! let rows = write_parquet(df, "berlin.parquet".as_ref(), &export).await?;
+//! # Ok(()) }
+//! ```
+
+mod atomic_target;
+mod chunk;
+mod compress;
+mod copy;
+mod delta_binary_packed;
+mod fixed_dictionary;
+mod hash_prefetch;
+mod numbers;
+mod parquet_export;
+mod parquet_types;
+mod rle;
+mod strings;
+mod values;
+mod writer;
+
+pub use atomic_target::AtomicTarget;
+pub use copy::{ParquetFormatWithZarrWriter, ParquetFormatWithZarrWriterFactory};
+pub use parquet_export::{
+    Compression, ParquetExport, export_frame, parallel_row_groups, write_parquet,
+    write_parquet_with_sink,
+};

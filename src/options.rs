@@ -1,0 +1,471 @@
+//! Table options, parsed once with clear errors.
+//!
+//! Options arrive from `CREATE EXTERNAL TABLE … OPTIONS (…)` (where DataFusion may prefix them
+//! with `format.`), from `read_zarr(…)` arguments and from the command line. Keys are matched
+//! case-insensitively, with or without the `format.` prefix.
+
+use crate::error::{Result, ZarrError};
+use crate::object_stores::{STORAGE_PREFIXES, StorageOptions};
+
+/// The Arrow type that `fixed_length_utf32` columns become.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StringType {
+    /// `Utf8` (32-bit offsets), the default.
+    #[default]
+    Utf8,
+    /// `Utf8View`.
+    Utf8View,
+    /// `LargeUtf8` (64-bit offsets).
+    LargeUtf8,
+    /// `FixedSizeBinary(length_bytes)`: the raw code units as UTF-32LE.
+    FixedSizeBinary,
+}
+
+impl StringType {
+    /// Parses `utf8`, `utf8view`, `large_utf8` or `fixed_size_binary` (case-insensitive).
+    pub fn parse(value: &str) -> Result<Self> {
+        match value.to_ascii_lowercase().as_str() {
+            "utf8" => Ok(Self::Utf8),
+            "utf8view" | "utf8_view" => Ok(Self::Utf8View),
+            "large_utf8" | "largeutf8" => Ok(Self::LargeUtf8),
+            "fixed_size_binary" | "fixedsizebinary" => Ok(Self::FixedSizeBinary),
+            _ => Err(ZarrError::Option(format!(
+                "string_type '{value}' is not one of utf8, utf8view, large_utf8, fixed_size_binary"
+            ))),
+        }
+    }
+}
+
+impl StringType {
+    /// The option value that [`StringType::parse`] reads as this type.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Utf8 => "utf8",
+            Self::Utf8View => "utf8view",
+            Self::LargeUtf8 => "large_utf8",
+            Self::FixedSizeBinary => "fixed_size_binary",
+        }
+    }
+}
+
+pub use zarr_utf32::InvalidUtf32;
+
+/// The option value that [`parse_invalid_utf32`] reads as `mode`.
+pub fn invalid_utf32_name(mode: InvalidUtf32) -> &'static str {
+    match mode {
+        InvalidUtf32::Error => "error",
+        InvalidUtf32::Replace => "replace",
+        InvalidUtf32::Null => "null",
+    }
+}
+
+/// Parses an `invalid_utf32` value: `error`, `replace` or `null` (case-insensitive).
+pub fn parse_invalid_utf32(value: &str) -> Result<InvalidUtf32> {
+    match value.to_ascii_lowercase().as_str() {
+        "error" => Ok(InvalidUtf32::Error),
+        "replace" => Ok(InvalidUtf32::Replace),
+        "null" => Ok(InvalidUtf32::Null),
+        _ => Err(ZarrError::Option(format!(
+            "invalid_utf32 '{value}' is not one of error, replace, null"
+        ))),
+    }
+}
+
+/// Declares the table options once: each option's key, type, default, parser, the values and
+/// meaning the documentation shows, and its doc comment. From it come the struct, its
+/// `Default`, [`OPTION_KEYS`], [`ZarrOptions::set`], [`ZarrOptions::to_pairs`] (what a cluster's
+/// executors receive: a key cannot be forgotten there) and [`ZarrOptions::documentation`] (the
+/// options table of the README, checked against it by a test). In the manner of DataFusion's
+/// `extensions_options!`, written here because DataFusion's macro parses through `FromStr`
+/// with its own messages and knows nothing of our storage options.
+macro_rules! zarr_options {
+    (
+        $(#[$struct_meta:meta])*
+        pub struct $name:ident {
+            $(
+                $(#[doc = $doc:literal])*
+                $field:ident: $ty:ty = $default:expr,
+                    parse $parse:path, values $values:literal, meaning $meaning:literal;
+            )*
+        }
+    ) => {
+        $(#[$struct_meta])*
+        pub struct $name {
+            $( $(#[doc = $doc])* pub $field: $ty, )*
+            /// Object store configuration (`aws.*`, `gcp.*`, `azure.*`, `http.*`, `retry.*`)
+            /// for a remote location whose store the session has not registered.
+            pub storage: StorageOptions,
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self { $( $field: $default, )* storage: StorageOptions::default() }
+            }
+        }
+
+        /// The option keys, as documented (and the storage prefixes in [`STORAGE_PREFIXES`]).
+        pub const OPTION_KEYS: &[&str] = &[ $( stringify!($field), )* ];
+
+        impl $name {
+            /// Each option's key, the values it takes and what it means, in declaration order:
+            /// the options table of the documentation.
+            pub fn documentation() -> Vec<OptionDoc> {
+                vec![ $( OptionDoc {
+                    key: stringify!($field),
+                    values: $values,
+                    meaning: $meaning,
+                }, )* ]
+            }
+
+            /// Every option as the key/value pairs [`ZarrOptions::from_pairs`] reads back,
+            /// storage options included (their values may be secrets: do not show them).
+            pub fn to_pairs(&self) -> Vec<(String, String)> {
+                let mut pairs = Vec::new();
+                $(
+                    if let Some(value) = OptionValue::render(&self.$field) {
+                        pairs.push((stringify!($field).to_string(), value));
+                    }
+                )*
+                for key in self.storage.keys() {
+                    if let Some(value) = self.storage.get(key) {
+                        pairs.push((key.to_string(), value.to_string()));
+                    }
+                }
+                pairs
+            }
+
+            /// Sets one declared option; `false` when `key` is none of them.
+            fn set_declared(&mut self, key: &str, value: &str) -> Result<bool> {
+                match key {
+                    $( stringify!($field) => self.$field = $parse(key, value)?, )*
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            }
+        }
+    };
+}
+
+/// One row of the options table: the key, the values it takes, what it means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OptionDoc {
+    /// The key, as given in `OPTIONS`, `read_zarr` or `-o`.
+    pub key: &'static str,
+    /// The values it takes, its default among them (Markdown).
+    pub values: &'static str,
+    /// What it does (Markdown).
+    pub meaning: &'static str,
+}
+
+/// An option's value as the key/value pair [`ZarrOptions::to_pairs`] writes (`None`: unset).
+trait OptionValue {
+    fn render(&self) -> Option<String>;
+}
+
+impl OptionValue for String {
+    fn render(&self) -> Option<String> {
+        Some(self.clone())
+    }
+}
+
+impl OptionValue for bool {
+    fn render(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+}
+
+impl OptionValue for u64 {
+    fn render(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+}
+
+impl OptionValue for usize {
+    fn render(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+}
+
+impl OptionValue for StringType {
+    fn render(&self) -> Option<String> {
+        Some(self.name().to_string())
+    }
+}
+
+impl OptionValue for InvalidUtf32 {
+    fn render(&self) -> Option<String> {
+        Some(invalid_utf32_name(*self).to_string())
+    }
+}
+
+impl OptionValue for Option<Vec<String>> {
+    fn render(&self) -> Option<String> {
+        self.as_ref().map(|names| names.join(","))
+    }
+}
+
+zarr_options! {
+    /// Options of a Zarr table.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct ZarrOptions {
+        /// The node inside the store (`""` = the store root).
+        path: String = String::new(),
+            parse parse_text,
+            values "`a/b`",
+            meaning "the node inside the store (default: the root). `..` is rejected.";
+        /// Arrow type of `fixed_length_utf32` columns.
+        string_type: StringType = StringType::Utf8,
+            parse parse_string_type,
+            values "`utf8` (default), `utf8view`, `large_utf8`, `fixed_size_binary`",
+            meaning "Arrow type of `fixed_length_utf32` columns; `fixed_size_binary` holds the raw code units as UTF-32LE, `length_bytes` wide";
+        /// Handling of invalid code units.
+        invalid_utf32: InvalidUtf32 = InvalidUtf32::Error,
+            parse parse_invalid_utf32_option,
+            values "`error` (default), `replace`, `null`",
+            meaning "a code unit that is not a Unicode scalar value fails the query, becomes U+FFFD, or makes the element NULL";
+        /// Read elements equal to the fill value as NULL.
+        fill_as_null: bool = false,
+            parse parse_bool,
+            values "`false` (default), `true`",
+            meaning "elements equal to the fill value (NaN matches NaN) read as NULL";
+        /// Read NumPy `S` (`null_terminated_bytes`) columns as strings of `string_type` (checked
+        /// UTF-8), not `Binary`: DataFusion's Parquet option of that name.
+        binary_as_string: bool = false,
+            parse parse_bool,
+            values "`false` (default), `true`",
+            meaning "NumPy `S` arrays (`null_terminated_bytes`, V2 `\\|S8`) and variable-length bytes read as strings of `string_type` (`fixed_size_binary` gives `Utf8`), checked as UTF-8 (an element that is not names its chunk), instead of `Binary`; DataFusion's Parquet option of that name";
+        /// Decode numbers as their CF attributes ask, as xarray does by default: times
+        /// (`units: "days since …"`) and xarray's timedeltas, packed numbers (`scale_factor`,
+        /// `add_offset`) with `_FillValue`/`missing_value` as NULL.
+        decode_cf: bool = true,
+            parse parse_bool,
+            values "`true` (default), `false`",
+            meaning "decode numbers as their CF attributes ask, and bytes with `_Encoding: \"utf-8\"` as strings, as xarray does by default (see [the table model](docs/table-model.md)); `false` reads the stored numbers and bytes";
+        /// For a group: the arrays that form the value columns, in this order.
+        arrays: Option<Vec<String>> = None,
+            parse parse_arrays,
+            values "`a,b,c`",
+            meaning "for a group: the arrays that form the value columns, in this order";
+        /// Largest decoded chunk (or shard) accepted, in bytes.
+        max_chunk_bytes: u64 = 1 << 30,
+            parse parse_size,
+            values "bytes, default 1 GiB",
+            meaning "largest chunk accepted (declared decoded size, and encoded object size)";
+        /// Largest metadata document accepted, in bytes.
+        max_metadata_bytes: u64 = 64 << 20,
+            parse parse_size,
+            values "bytes, default 64 MiB",
+            meaning "largest metadata document accepted";
+        /// Push filters into the scan: prune chunks on dimension columns, and evaluate string
+        /// predicates on UTF-32 code units before transcoding.
+        pushdown: bool = true,
+            parse parse_bool,
+            values "`true` (default), `false`",
+            meaning "use filters in the scan: chunk pruning and string predicates on UTF-32 (see [architecture](docs/architecture.md))";
+        /// Chunk fetches each partition keeps in flight, ahead of decoding: what hides the
+        /// latency of a remote store. Memory grows with it (at most this many encoded chunks
+        /// per partition).
+        io_concurrency: usize = DEFAULT_IO_CONCURRENCY,
+            parse parse_io_concurrency,
+            values "1 to 4096, default 64",
+            meaning "chunk fetches each partition keeps in flight ahead of decoding (what hides a remote store's latency; at most 256 MiB of declared chunk bytes per partition)";
+    }
+}
+
+/// Chunk fetches in flight per partition by default: with 2 partitions and 20 ms per request,
+/// 64 keep ~6,000 requests a second going, more than a core decodes; locally it costs nothing.
+pub const DEFAULT_IO_CONCURRENCY: usize = 64;
+
+impl ZarrOptions {
+    /// Builds options from key/value pairs; unknown keys and bad values are errors.
+    pub fn from_pairs<K, V>(pairs: impl IntoIterator<Item = (K, V)>) -> Result<Self>
+    where
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let mut options = Self::default();
+        for (key, value) in pairs {
+            options.set(key.as_ref(), value.as_ref())?;
+        }
+        Ok(options)
+    }
+
+    /// Sets one option. Keys are case-insensitive and may carry DataFusion's `format.` prefix.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let lower = key.trim().to_ascii_lowercase();
+        let key = lower.strip_prefix("format.").unwrap_or(&lower);
+        if self.set_declared(key, value)? {
+            return Ok(());
+        }
+        if StorageOptions::is_storage_key(key) {
+            return self.storage.set(key, value);
+        }
+        Err(ZarrError::Option(format!(
+            "unknown option '{key}'; known options: {}, and object store options under {}",
+            OPTION_KEYS.join(", "),
+            STORAGE_PREFIXES
+                .iter()
+                .map(|p| format!("{p}*"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )))
+    }
+
+    /// The options table of the documentation, in Markdown: one row per option, then the
+    /// storage prefixes (docs/remote-stores.md).
+    pub fn markdown_table() -> String {
+        let mut table = String::from("| option | values | meaning |\n|---|---|---|\n");
+        for doc in Self::documentation() {
+            table.push_str(&format!(
+                "| `{}` | {} | {} |\n",
+                doc.key, doc.values, doc.meaning
+            ));
+        }
+        table.push_str(
+            "| `aws.*`, `gcp.*`, `azure.*`, `http.*`, `retry.*` | see [remote stores](docs/remote-stores.md) | the object store of a remote location |\n",
+        );
+        table
+    }
+}
+
+fn parse_text(_key: &str, value: &str) -> Result<String> {
+    Ok(value.to_string())
+}
+
+fn parse_string_type(_key: &str, value: &str) -> Result<StringType> {
+    StringType::parse(value)
+}
+
+fn parse_invalid_utf32_option(_key: &str, value: &str) -> Result<InvalidUtf32> {
+    parse_invalid_utf32(value)
+}
+
+fn parse_arrays(_key: &str, value: &str) -> Result<Option<Vec<String>>> {
+    let names: Vec<String> = value
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    if names.is_empty() {
+        return Err(ZarrError::Option(
+            "arrays must name at least one array (comma-separated)".into(),
+        ));
+    }
+    Ok(Some(names))
+}
+
+fn parse_io_concurrency(key: &str, value: &str) -> Result<usize> {
+    match value.trim().parse::<usize>() {
+        Ok(n) if (1..=4096).contains(&n) => Ok(n),
+        _ => Err(ZarrError::Option(format!(
+            "{key} '{value}' is not a number from 1 to 4096"
+        ))),
+    }
+}
+
+fn parse_bool(key: &str, value: &str) -> Result<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(ZarrError::Option(format!(
+            "{key} '{value}' is not a boolean (true or false)"
+        ))),
+    }
+}
+
+fn parse_size(key: &str, value: &str) -> Result<u64> {
+    match value.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(ZarrError::Option(format!(
+            "{key} '{value}' is not a positive number of bytes"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_accept_format_prefix_and_any_case() {
+        let o = ZarrOptions::from_pairs([
+            ("FORMAT.String_Type", "utf8view"),
+            ("path", "a/b"),
+            ("format.fill_as_null", "true"),
+        ])
+        .unwrap();
+        assert_eq!(o.string_type, StringType::Utf8View);
+        assert_eq!(o.path, "a/b");
+        assert!(o.fill_as_null);
+    }
+
+    #[test]
+    fn pairs_read_back_to_the_same_options() {
+        let o = ZarrOptions::from_pairs([
+            ("path", "g/a"),
+            ("string_type", "fixed_size_binary"),
+            ("invalid_utf32", "replace"),
+            ("fill_as_null", "true"),
+            ("arrays", "b, a"),
+            ("max_chunk_bytes", "1000"),
+            ("pushdown", "false"),
+            ("io_concurrency", "3"),
+            ("aws.region", "eu-west-1"),
+        ])
+        .unwrap();
+        assert_eq!(ZarrOptions::from_pairs(o.to_pairs()).unwrap(), o);
+        let d = ZarrOptions::default();
+        assert_eq!(ZarrOptions::from_pairs(d.to_pairs()).unwrap(), d);
+    }
+
+    #[test]
+    fn every_option_documents_its_default() {
+        let defaults: std::collections::HashMap<String, String> =
+            ZarrOptions::default().to_pairs().into_iter().collect();
+        for doc in ZarrOptions::documentation() {
+            let Some(default) = defaults.get(doc.key) else {
+                continue; // unset by default (arrays)
+            };
+            let shown = match doc.key {
+                "max_chunk_bytes" => "1 GiB".to_string(),
+                "max_metadata_bytes" => "64 MiB".to_string(),
+                _ => default.clone(),
+            };
+            assert!(
+                shown.is_empty()
+                    || doc.values.contains(&format!("`{shown}` (default)"))
+                    || doc.values.contains(&format!("default {shown}")),
+                "{}: the values '{}' do not name the default {shown}",
+                doc.key,
+                doc.values
+            );
+        }
+        assert_eq!(
+            ZarrOptions::documentation()
+                .iter()
+                .map(|d| d.key)
+                .collect::<Vec<_>>(),
+            OPTION_KEYS
+        );
+    }
+
+    #[test]
+    fn unknown_key_lists_known_ones() {
+        let e = ZarrOptions::from_pairs([("colour", "red")]).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("unknown option 'colour'"), "{msg}");
+        assert!(
+            msg.contains("string_type") && msg.contains("invalid_utf32"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn bad_values_are_errors() {
+        assert!(ZarrOptions::from_pairs([("string_type", "utf16")]).is_err());
+        assert!(ZarrOptions::from_pairs([("invalid_utf32", "skip")]).is_err());
+        assert!(ZarrOptions::from_pairs([("fill_as_null", "maybe")]).is_err());
+        assert!(ZarrOptions::from_pairs([("arrays", " , ")]).is_err());
+        assert!(ZarrOptions::from_pairs([("max_chunk_bytes", "-1")]).is_err());
+    }
+}

@@ -1,0 +1,220 @@
+//! [`ZarrTable`], the DataFusion [`TableProvider`] of a Zarr node.
+
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use async_trait::async_trait;
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::{Result as DFResult, Statistics};
+use datafusion::datasource::TableType;
+use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::logical_expr::execution_props::ExecutionProps;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_plan::ExecutionPlan;
+
+use crate::error::Result;
+use crate::limits::Limits;
+use crate::node::{Node, open_node};
+use crate::options::ZarrOptions;
+use crate::progress::ScanProgress;
+use crate::scan::{RawFilter, ScanFilter, UnitGrid, ZarrScanExec, row_order, select_chunks};
+use crate::store::ZarrStore;
+use crate::table::{ColumnSource, TableModel};
+
+/// A Zarr array or group as a DataFusion table. Opening it reads metadata only; scans read
+/// chunks in parallel partitions, prune them with the query's filters and evaluate string
+/// predicates on the UTF-32 code units.
+///
+/// ```
+/// # async fn demo() -> datafusion_zarr::Result<()> {
+/// use std::sync::Arc;
+/// use datafusion::prelude::SessionContext;
+/// use datafusion_zarr::{ZarrOptions, ZarrTable};
+///
+/// let ctx = SessionContext::new();
+/// let options = ZarrOptions::from_pairs([("path", "label")])?;
+/// let table = ZarrTable::open(
+///     &ctx.runtime_env(),
+///     "tests/data/corpus/13_group_consolidated_metadata/data.zarr",
+///     options,
+/// )
+/// .await?;
+/// assert_eq!(table.num_rows(), Some(27));
+/// assert_eq!(table.index_columns(), ["station"]);
+/// ctx.register_table("labels", Arc::new(table)).expect("a new name");
+/// # Ok(()) }
+/// # tokio::runtime::Runtime::new().unwrap().block_on(demo()).unwrap();
+/// ```
+#[derive(Debug, Clone)]
+pub struct ZarrTable {
+    model: Arc<TableModel>,
+    progress: Option<Arc<dyn ScanProgress>>,
+    /// Plan every scan as a file scan (a `DataSourceExec`, see `scan::file_scan`): set on a
+    /// table that arrived through a cluster's plan (see `distributed`), whose engine divides
+    /// the file groups of such a scan among its tasks and would run every partition of another
+    /// leaf in every task.
+    for_cluster: bool,
+}
+
+impl ZarrTable {
+    /// Opens the node `options.path` of the store at `location` (a local directory, or a URL
+    /// whose object store is registered in `runtime`).
+    pub async fn open(runtime: &RuntimeEnv, location: &str, options: ZarrOptions) -> Result<Self> {
+        let store = ZarrStore::open(runtime, location, &options.storage)?;
+        let node = open_node(&store, &options.path, &Limits::of(&options)).await?;
+        let model = TableModel::new(store, node, options)?;
+        Ok(Self {
+            model: Arc::new(model),
+            progress: None,
+            for_cluster: false,
+        })
+    }
+
+    /// This table with every scan planned for a cluster (see `for_cluster`).
+    #[cfg_attr(not(feature = "ballista"), allow(dead_code))]
+    pub(crate) fn for_cluster(mut self) -> Self {
+        self.for_cluster = true;
+        self
+    }
+
+    /// Reports the progress of this table's scans to `progress`.
+    pub fn with_progress(mut self, progress: Arc<dyn ScanProgress>) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+
+    /// The store's URL as shown in plans and errors (a local path becomes a `file://` URL).
+    pub fn location(&self) -> &str {
+        self.model.store.display_location()
+    }
+
+    /// The node's path inside the store (`""` for the root).
+    pub fn path(&self) -> &str {
+        &self.model.path
+    }
+
+    /// The options the table was opened with.
+    pub fn options(&self) -> &ZarrOptions {
+        &self.model.options
+    }
+
+    /// The node's metadata document: `zarr.json`, or for Zarr V2 `.zarray`/`.zgroup` with the
+    /// `.zattrs` of an array under `attributes`.
+    pub fn metadata(&self) -> &serde_json::Value {
+        match &self.model.node {
+            Node::Array(a) => &a.metadata,
+            Node::Group(g) => &g.metadata,
+        }
+    }
+
+    /// Number of rows (the element count of the value arrays' shape).
+    pub fn num_rows(&self) -> Option<u64> {
+        self.model.num_rows().ok()
+    }
+
+    /// The index columns (element indexes along a dimension, `UInt64`), in schema order.
+    pub fn index_columns(&self) -> Vec<&str> {
+        self.model
+            .columns
+            .iter()
+            .filter(|c| matches!(c.source, ColumnSource::Index { .. }))
+            .map(|c| c.name.as_str())
+            .collect()
+    }
+
+    /// The columns every partition of a scan is sorted by (leading index columns), or none:
+    /// `ORDER BY` these merges partitions instead of sorting.
+    pub fn row_order(&self) -> Vec<String> {
+        UnitGrid::of(&self.model)
+            .map_or_else(|_| Vec::new(), |units| row_order(&self.model, &units))
+    }
+
+    /// The table model (columns, shape, opened node).
+    pub(crate) fn model(&self) -> &Arc<TableModel> {
+        &self.model
+    }
+}
+
+#[async_trait]
+impl TableProvider for ZarrTable {
+    fn schema(&self) -> SchemaRef {
+        self.model.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn statistics(&self) -> Option<Statistics> {
+        let rows = usize::try_from(self.model.num_rows().ok()?).ok()?;
+        let rows = crate::scan::exact_rows(rows);
+        Some(Statistics::new_unknown(&self.model.schema).with_num_rows(rows))
+    }
+
+    /// Filters on dimension (index or coordinate) columns prune chunks; DataFusion still
+    /// applies them to the rows read, so they are inexact.
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DFResult<Vec<TableProviderFilterPushDown>> {
+        let props = ExecutionProps::new();
+        Ok(filters
+            .iter()
+            .map(|f| {
+                let usable = self.model.options.pushdown
+                    && ScanFilter::from_logical(&self.model, f, &props).is_ok_and(|f| {
+                        f.is_dimension_filter(&self.model)
+                            || RawFilter::parse(&self.model, &f).is_some()
+                    });
+                if usable {
+                    TableProviderFilterPushDown::Inexact
+                } else {
+                    TableProviderFilterPushDown::Unsupported
+                }
+            })
+            .collect())
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        // The filters, physical once: pruning and the UTF-32 predicates read this form.
+        let filters: Vec<ScanFilter> = if self.model.options.pushdown {
+            filters
+                .iter()
+                .map(|f| ScanFilter::from_logical(&self.model, f, state.execution_props()))
+                .collect::<Result<_>>()?
+        } else {
+            Vec::new()
+        };
+        let units = UnitGrid::of(&self.model)?;
+        let selection = select_chunks(&self.model, &units, &filters).await?;
+        let projection = projection
+            .cloned()
+            .unwrap_or_else(|| (0..self.model.columns.len()).collect());
+        let target_partitions = state.config().target_partitions();
+        let exec = ZarrScanExec::try_new(
+            self.model.clone(),
+            units,
+            projection,
+            target_partitions,
+            limit,
+            selection,
+        )?
+        .with_progress(self.progress.clone())
+        .with_raw_filters(
+            filters
+                .iter()
+                .filter_map(|f| RawFilter::parse(&self.model, f))
+                .collect(),
+        );
+        match self.for_cluster {
+            true => Ok(Arc::new(exec).file_scan(None, limit)?),
+            false => Ok(Arc::new(exec)),
+        }
+    }
+}

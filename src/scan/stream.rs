@@ -1,0 +1,569 @@
+//! One partition's stream: for each work unit (a chunk of the table's grid array), read the
+//! projected arrays' elements in that box, then emit RecordBatches of at most `batch_size`
+//! rows, transcoding each slice straight into the Arrow arrays that leave the scan.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt64Array};
+use arrow::compute::take;
+use arrow::datatypes::{DataType, Field, SchemaRef};
+use arrow::error::ArrowError;
+use datafusion::physical_plan::PhysicalExpr;
+use datafusion::physical_plan::metrics::Count;
+
+use crate::error::{Result, ZarrError};
+use crate::node::ArrayNode;
+use crate::progress::ScanProgress;
+use crate::scan::convert::to_arrow;
+use crate::scan::coordinates::{contiguous_coords, expand};
+use crate::scan::dynamic::DynamicPruner;
+use crate::scan::fetch::{ReadCounts, chunk_key};
+use crate::scan::fetch_ahead::{PrefetchColumn, Prefetcher};
+use crate::scan::grid::UnitGrid;
+use crate::scan::raw_filter::{RawFilter, select_rows};
+use crate::scan::read::{ColumnCache, Elements, Region, read_region};
+use crate::table::{ColumnSource, TableModel};
+
+/// Metrics a partition updates.
+#[derive(Debug, Clone)]
+pub(crate) struct ScanMetrics {
+    /// Chunk objects fetched and decoded.
+    pub chunks_read: Count,
+    /// Chunk objects found absent (read as the fill value).
+    pub chunks_missing: Count,
+    /// Encoded bytes fetched, shard indexes included.
+    pub bytes_read: Count,
+    /// Inner chunks of shards fetched and decoded.
+    pub inner_chunks_read: Count,
+    /// Table rows decoded.
+    pub rows_decoded: Count,
+    /// Table rows transcoded into the batches that leave the scan.
+    pub rows_transcoded: Count,
+    /// Work units skipped while running by the dynamic filters.
+    pub chunks_pruned: Count,
+    /// Progress shared with a display, if any.
+    pub progress: Option<Arc<dyn ScanProgress>>,
+}
+
+/// The state of one partition's scan.
+pub(crate) struct PartitionScan {
+    model: Arc<TableModel>,
+    grid: Arc<UnitGrid>,
+    projection: Vec<usize>,
+    schema: SchemaRef,
+    units: Box<dyn Iterator<Item = u64> + Send>,
+    batch_size: usize,
+    remaining: Option<usize>,
+    caches: Vec<ColumnCache>,
+    current: Option<Unit>,
+    metrics: ScanMetrics,
+    raw_filters: Arc<Vec<RawFilter>>,
+    pruner: Option<DynamicPruner>,
+    prefetcher: Prefetcher,
+    /// Whether each of the last 16 units had rows passing the string filters (bit 0: the
+    /// latest): when most did, the other columns are fetched ahead too.
+    recent_matches: u16,
+}
+
+enum UnitColumn {
+    Index {
+        dim: usize,
+    },
+    Coordinate {
+        dim: usize,
+        values: ArrayRef,
+    },
+    /// The values of an array along the unit's dimensions `dims`, in C order over them.
+    Broadcast {
+        dims: Vec<usize>,
+        values: ArrayRef,
+    },
+    Value {
+        node: Arc<ArrayNode>,
+        region: Region,
+    },
+}
+
+struct Unit {
+    id: u64,
+    origin: Vec<u64>,
+    extent: Vec<u64>,
+    /// Rows to emit: all of the unit's, or those in `selection`.
+    rows: usize,
+    pos: usize,
+    columns: Vec<UnitColumn>,
+    /// The unit rows that passed the raw string filters, if there are any.
+    selection: Option<Vec<u32>>,
+}
+
+/// What every partition of a scan shares.
+#[derive(Debug, Clone)]
+pub(crate) struct ScanSpec {
+    /// The table.
+    pub model: Arc<TableModel>,
+    /// Its work units.
+    pub units: Arc<UnitGrid>,
+    /// Column indices of the model to produce.
+    pub projection: Vec<usize>,
+    /// The projected schema.
+    pub schema: SchemaRef,
+    /// String predicates evaluated on UTF-32 code units.
+    pub raw_filters: Arc<Vec<RawFilter>>,
+    /// At most this many rows.
+    pub limit: Option<usize>,
+    /// Filters DataFusion updates while the query runs (TopK, hash join), for pruning.
+    pub dynamic_filters: Vec<Arc<dyn PhysicalExpr>>,
+}
+
+impl PartitionScan {
+    /// A scan of the chunk ids `units` of the model's grid array, in that order.
+    pub(crate) fn new(
+        spec: ScanSpec,
+        units: Box<dyn Iterator<Item = u64> + Send>,
+        batch_size: usize,
+        metrics: ScanMetrics,
+    ) -> Self {
+        let caches: Vec<ColumnCache> = spec
+            .projection
+            .iter()
+            .map(|_| ColumnCache::default())
+            .collect();
+        let pruner = DynamicPruner::new(&spec.model, spec.schema.clone(), &spec.dynamic_filters);
+        // The value columns' chunks are fetched ahead; index columns need no I/O and coordinate
+        // arrays are small and read when reached. With string filters, their columns always.
+        let filtered: Vec<usize> = spec.raw_filters.iter().map(|f| f.column).collect();
+        let columns = spec
+            .projection
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, &c)| match &spec.model.columns[c].source {
+                ColumnSource::Value { array } => Some(PrefetchColumn {
+                    slot,
+                    array: array.clone(),
+                    shard_indexes: caches[slot].shard_indexes.clone(),
+                    always: filtered.is_empty() || filtered.contains(&c),
+                }),
+                _ => None,
+            })
+            .collect();
+        // Without a limit or dynamic filters every unit given is read: fetch ahead at once.
+        let reads_all = spec.limit.is_none() && spec.dynamic_filters.is_empty();
+        let prefetcher = Prefetcher::new(
+            spec.model.store.clone(),
+            spec.model.limits,
+            spec.units.clone(),
+            columns,
+            spec.model.options.io_concurrency,
+            reads_all,
+        );
+        Self {
+            model: spec.model,
+            grid: spec.units,
+            projection: spec.projection,
+            schema: spec.schema,
+            units,
+            batch_size: batch_size.max(1),
+            remaining: spec.limit,
+            caches,
+            current: None,
+            metrics,
+            raw_filters: spec.raw_filters,
+            pruner,
+            prefetcher,
+            recent_matches: 0,
+        }
+    }
+
+    /// The next batch, or `None` at the end of the partition.
+    pub(crate) async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            if let Some(batch) = self.take_batch()? {
+                return Ok(Some(batch));
+            }
+            if !self.load_next_unit().await? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// The next work unit's id and all its batches (none when no row of it passes the string
+    /// filters), or `None` at the end of the partition: what a lane of an ordered scan sends.
+    pub(crate) async fn next_unit(&mut self) -> Result<Option<(u64, Vec<RecordBatch>)>> {
+        if !self.load_next_unit().await? {
+            return Ok(None);
+        }
+        let id = self.current.as_ref().map_or(0, |u| u.id);
+        let mut batches = Vec::new();
+        while let Some(batch) = self.take_batch()? {
+            batches.push(batch);
+        }
+        Ok(Some((id, batches)))
+    }
+
+    /// The next batch of the current unit, or `None` when it has no more (or the limit is
+    /// reached).
+    fn take_batch(&mut self) -> Result<Option<RecordBatch>> {
+        if self.remaining == Some(0) {
+            return Ok(None);
+        }
+        let Some(unit) = &mut self.current else {
+            return Ok(None);
+        };
+        if unit.pos >= unit.rows {
+            return Ok(None);
+        }
+        let mut n = self.batch_size.min(unit.rows - unit.pos);
+        if let Some(r) = self.remaining {
+            n = n.min(r);
+        }
+        let rows = unit.pos..unit.pos + n;
+        unit.pos += n;
+        if let Some(r) = &mut self.remaining {
+            *r -= n;
+        }
+        let batch = build_batch(&self.model, &self.schema, unit, rows)?;
+        self.metrics.rows_transcoded.add(batch.num_rows());
+        Ok(Some(batch))
+    }
+
+    /// Fetches and loads the next unit the dynamic filters keep as the current one; `false`
+    /// at the end of the partition (or when the limit is reached).
+    async fn load_next_unit(&mut self) -> Result<bool> {
+        self.current = None;
+        loop {
+            if self.remaining == Some(0) {
+                return Ok(false);
+            }
+            // Units the dynamic filters rule out are skipped before they are fetched, and again
+            // when they arrive (the filters may have tightened meanwhile).
+            let (grid, pruner, pruned) =
+                (&self.grid, &mut self.pruner, &self.metrics.chunks_pruned);
+            let keep = |id: u64| unit_may_match(pruner, grid, pruned, id);
+            let Some(fetched) = self.prefetcher.next(&mut self.units, keep).await else {
+                return Ok(false);
+            };
+            let fetched = fetched?;
+            self.add_counts(&fetched.counts);
+            for (slot, objects) in fetched.objects {
+                let cache = &mut self.caches[slot];
+                cache.prefetched.clear();
+                cache.prefetched.extend(objects);
+            }
+            let pruned = &self.metrics.chunks_pruned;
+            if unit_may_match(&mut self.pruner, &self.grid, pruned, fetched.id)? {
+                self.current = Some(self.load_unit(fetched.id).await?);
+                return Ok(true);
+            }
+        }
+    }
+
+    fn add_counts(&self, counts: &ReadCounts) {
+        self.metrics.chunks_read.add(counts.chunks_read);
+        self.metrics.chunks_missing.add(counts.chunks_missing);
+        self.metrics.bytes_read.add(counts.bytes_read as usize);
+        self.metrics.inner_chunks_read.add(counts.inner_chunks_read);
+    }
+
+    /// Reads `region` of `array` for projection slot `slot`, through that slot's cache.
+    async fn read(
+        &mut self,
+        slot: usize,
+        array: &ArrayNode,
+        region: &[Range<u64>],
+        counts: &mut ReadCounts,
+    ) -> Result<Region> {
+        let (store, limits) = (&self.model.store, &self.model.limits);
+        read_region(store, array, region, limits, &mut self.caches[slot], counts).await
+    }
+
+    /// The values of `array` (the column in `slot`, of `data_type`), whose dimensions are the
+    /// table's `dims`, over the unit's `region`: in C order over `dims`.
+    async fn read_along(
+        &mut self,
+        slot: usize,
+        array: &Arc<ArrayNode>,
+        dims: &[usize],
+        data_type: &DataType,
+        region: &[Range<u64>],
+        counts: &mut ReadCounts,
+    ) -> Result<ArrayRef> {
+        let range: Vec<Range<u64>> = dims.iter().map(|&d| region[d].clone()).collect();
+        let r = self.read(slot, array, &range, counts).await?;
+        let origin: Vec<u64> = range.iter().map(|r| r.start).collect();
+        let extent: Vec<u64> = range.iter().map(|r| r.end - r.start).collect();
+        let len = extent.iter().product::<u64>() as usize;
+        let locate = |element: usize| locate(array, &unit_coords(&origin, &extent, element));
+        to_arrow(
+            array,
+            r.elements(),
+            0..len,
+            data_type,
+            &self.model.options,
+            &locate,
+        )
+    }
+
+    async fn load_unit(&mut self, id: u64) -> Result<Unit> {
+        let model = self.model.clone();
+        let (origin, extent) = self.grid.bounds(id)?;
+        let rows = usize::try_from(self.grid.rows(id)?).map_err(|_| {
+            ZarrError::metadata(&model.grid.display, "a chunk has more rows than usize")
+        })?;
+        let region = self.grid.region(id)?;
+        let mut counts = ReadCounts::default();
+        let mut regions: Vec<Option<Region>> = vec![None; self.projection.len()];
+
+        // Late materialisation: read the columns of the raw string filters first, and the
+        // rest only if some row passes; transcode only the rows that pass.
+        let mut selection = None;
+        if !self.raw_filters.is_empty() {
+            let mut evaluated = Vec::new();
+            let raw_filters = self.raw_filters.clone();
+            for f in raw_filters.iter() {
+                let Some(slot) = self.projection.iter().position(|&c| c == f.column) else {
+                    continue;
+                };
+                if regions[slot].is_none() {
+                    let ColumnSource::Value { array } = &model.columns[f.column].source else {
+                        continue;
+                    };
+                    let r = self.read(slot, array, &region, &mut counts).await?;
+                    regions[slot] = Some(r);
+                }
+                evaluated.push((f.column, slot));
+            }
+            let elements: Vec<(usize, &Elements)> = evaluated
+                .iter()
+                .filter_map(|&(c, slot)| regions[slot].as_ref().map(|r| (c, r.elements())))
+                .collect();
+            let locate_in = |column: usize, row: usize| match &model.columns[column].source {
+                ColumnSource::Value { array } => locate(array, &unit_coords(&origin, &extent, row)),
+                _ => (String::from("?"), 0),
+            };
+            let mask = select_rows(&model, &self.raw_filters, &elements, rows, &locate_in)?;
+            let rows_passing: Vec<u32> = mask
+                .iter()
+                .enumerate()
+                .filter_map(|(i, &keep)| keep.then_some(i as u32))
+                .collect();
+            selection = Some(rows_passing);
+        }
+        let skip_rest = selection.as_ref().is_some_and(Vec::is_empty);
+        if selection.is_some() {
+            self.recent_matches = (self.recent_matches << 1) | u16::from(!skip_rest);
+            self.prefetcher
+                .fetch_all_columns(self.recent_matches.count_ones() >= 8);
+        }
+
+        let mut columns = Vec::with_capacity(self.projection.len());
+        if !skip_rest {
+            let projection = self.projection.clone();
+            for (slot, &ci) in projection.iter().enumerate() {
+                let column = &model.columns[ci];
+                columns.push(match &column.source {
+                    ColumnSource::Index { dim } => UnitColumn::Index { dim: *dim },
+                    ColumnSource::Coordinate { dim, array } => {
+                        let values = self
+                            .read_along(
+                                slot,
+                                array,
+                                &[*dim],
+                                &column.data_type,
+                                &region,
+                                &mut counts,
+                            )
+                            .await?;
+                        UnitColumn::Coordinate { dim: *dim, values }
+                    }
+                    ColumnSource::Broadcast { dims, array } => {
+                        let values = self
+                            .read_along(slot, array, dims, &column.data_type, &region, &mut counts)
+                            .await?;
+                        UnitColumn::Broadcast {
+                            dims: dims.clone(),
+                            values,
+                        }
+                    }
+                    ColumnSource::Value { array } => {
+                        let r = match regions[slot].take() {
+                            Some(r) => r,
+                            None => self.read(slot, array, &region, &mut counts).await?,
+                        };
+                        UnitColumn::Value {
+                            node: array.clone(),
+                            region: r,
+                        }
+                    }
+                });
+            }
+        }
+        self.add_counts(&counts);
+        self.metrics.rows_decoded.add(rows);
+        if let Some(p) = &self.metrics.progress {
+            p.unit_done(rows as u64);
+        }
+        let emitted = selection.as_ref().map_or(rows, Vec::len);
+        Ok(Unit {
+            id,
+            origin,
+            extent,
+            rows: emitted,
+            pos: 0,
+            columns,
+            selection,
+        })
+    }
+}
+
+/// Whether the dynamic filters (if any) may match unit `id`; a unit they rule out is counted
+/// in `pruned`.
+fn unit_may_match(
+    pruner: &mut Option<DynamicPruner>,
+    grid: &UnitGrid,
+    pruned: &Count,
+    id: u64,
+) -> Result<bool> {
+    let Some(pruner) = pruner.as_mut() else {
+        return Ok(true);
+    };
+    let (origin, extent) = grid.bounds(id)?;
+    let keep = pruner.may_match(&origin, &extent);
+    if !keep {
+        pruned.add(1);
+    }
+    Ok(keep)
+}
+
+/// Array coordinates of row `row` (C order) of the unit at `origin` with `extent`.
+fn unit_coords(origin: &[u64], extent: &[u64], row: usize) -> Vec<u64> {
+    let mut coords = vec![0u64; extent.len()];
+    let mut rest = row as u64;
+    for d in (0..extent.len()).rev() {
+        coords[d] = origin[d] + rest % extent[d].max(1);
+        rest /= extent[d].max(1);
+    }
+    coords
+}
+
+fn build_batch(
+    model: &TableModel,
+    schema: &SchemaRef,
+    unit: &Unit,
+    positions: Range<usize>,
+) -> Result<RecordBatch> {
+    let ndim = unit.extent.len();
+    // strides[d]: rows per step along dimension d within the unit.
+    let mut strides = vec![1u64; ndim];
+    for d in (0..ndim.saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * unit.extent[d + 1];
+    }
+    // `base` plus the coordinate of each of this batch's rows along dimension `d`, within
+    // the unit.
+    let local = |d: usize, base: u64| -> Vec<u64> {
+        let (stride, extent) = (strides[d].max(1), unit.extent[d].max(1));
+        match &unit.selection {
+            Some(sel) => sel[positions.clone()]
+                .iter()
+                .map(|&r| base + (u64::from(r) / stride) % extent)
+                .collect(),
+            None => contiguous_coords(positions.clone(), stride, extent, base),
+        }
+    };
+    let rows: Vec<usize> = match &unit.selection {
+        Some(sel) => sel[positions.clone()].iter().map(|&r| r as usize).collect(),
+        None => Vec::new(),
+    };
+    // `Utf8` and `Binary` hold a batch's bytes behind 32-bit offsets: a long string repeated
+    // on every row of a batch (a netCDF `history`) can pass 2 GiB.
+    let repeat_error = |what: &str, field: &Field, e: ArrowError| match e {
+        ArrowError::OffsetOverflowError(bytes) => ZarrError::metadata(
+            &model.display,
+            format!(
+                "column {} repeats {bytes} bytes of values in one batch, more than a {} column \
+                 holds (2 GiB): set string_type = 'utf8view' (which repeats them without \
+                 copies) or a smaller batch size",
+                field.name(),
+                field.data_type()
+            ),
+        ),
+        e => ZarrError::internal(format!("{what} of {}: {e}", model.display)),
+    };
+    let mut arrays: Vec<ArrayRef> = Vec::with_capacity(unit.columns.len());
+    for (column, field) in unit.columns.iter().zip(schema.fields()) {
+        arrays.push(match column {
+            UnitColumn::Index { dim } => {
+                Arc::new(UInt64Array::from(local(*dim, unit.origin[*dim])))
+            }
+            UnitColumn::Coordinate { dim, values } => {
+                let coordinates = match &unit.selection {
+                    None => expand(values, positions.clone(), strides[*dim], unit.extent[*dim]),
+                    Some(_) => take(values.as_ref(), &UInt64Array::from(local(*dim, 0)), None),
+                };
+                coordinates.map_err(|e| repeat_error("looking up coordinates", field, e))?
+            }
+            UnitColumn::Broadcast { dims, values } => {
+                // The element of each row: its unit coordinates along `dims`, in C order.
+                let mut elements = vec![0u64; positions.len()];
+                for &d in dims {
+                    for (e, c) in elements.iter_mut().zip(local(d, 0)) {
+                        *e = *e * unit.extent[d] + c;
+                    }
+                }
+                take(values.as_ref(), &UInt64Array::from(elements), None)
+                    .map_err(|e| repeat_error("repeating values", field, e))?
+            }
+            UnitColumn::Value { node, region } => match &unit.selection {
+                None => {
+                    let locate =
+                        |row: usize| locate(node, &unit_coords(&unit.origin, &unit.extent, row));
+                    to_arrow(
+                        node,
+                        region.elements(),
+                        positions.clone(),
+                        field.data_type(),
+                        &model.options,
+                        &locate,
+                    )?
+                }
+                Some(_) => {
+                    // Gather the passing rows, then transcode only them.
+                    let gathered = region.elements().gather(&rows);
+                    let locate =
+                        |i: usize| locate(node, &unit_coords(&unit.origin, &unit.extent, rows[i]));
+                    to_arrow(
+                        node,
+                        &gathered,
+                        0..rows.len(),
+                        field.data_type(),
+                        &model.options,
+                        &locate,
+                    )?
+                }
+            },
+        });
+    }
+    let options = RecordBatchOptions::new().with_row_count(Some(positions.len()));
+    RecordBatch::try_new_with_options(schema.clone(), arrays, &options)
+        .map_err(|e| ZarrError::internal(format!("building a batch of {}: {e}", model.display)))
+}
+
+/// The chunk key and in-chunk index of the element at array coordinates `coords`.
+fn locate(node: &ArrayNode, coords: &[u64]) -> (String, u64) {
+    let Ok(array) = node.zarrs() else {
+        return (String::from("?"), 0);
+    };
+    let Ok(Some(indices)) = array.chunk_grid().chunk_indices(coords) else {
+        return (String::from("?"), 0);
+    };
+    let key = chunk_key(node, &indices).map_or_else(|_| "?".to_string(), |(_, k)| k);
+    let (Ok(origin), Ok(shape)) = (array.chunk_origin(&indices), array.chunk_shape(&indices))
+    else {
+        return (key, 0);
+    };
+    let mut index = 0u64;
+    for d in 0..coords.len() {
+        index = index * shape[d].get() + (coords[d] - origin[d]);
+    }
+    (key, index)
+}

@@ -1,0 +1,396 @@
+//! What the scan reads, counted by an object-store wrapper: registration reads metadata only,
+//! `count(*)` reads no chunk, `LIMIT` stops early, and only projected arrays are fetched.
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
+};
+use url::Url;
+
+use zarr_test_support::*;
+
+#[derive(Debug, Default)]
+struct Log {
+    gets: Vec<String>,
+    lists: usize,
+}
+
+#[derive(Debug)]
+struct Counting {
+    inner: LocalFileSystem,
+    log: Arc<Mutex<Log>>,
+}
+
+impl fmt::Display for Counting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Counting({})", self.inner)
+    }
+}
+
+#[async_trait]
+impl ObjectStore for Counting {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> Result<PutResult> {
+        self.inner.put_opts(location, payload, opts).await
+    }
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        self.log.lock().unwrap().gets.push(location.to_string());
+        self.inner.get_opts(location, options).await
+    }
+    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        self.log.lock().unwrap().gets.push(location.to_string());
+        self.inner.get_ranges(location, ranges).await
+    }
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, Result<Path>>,
+    ) -> BoxStream<'static, Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        self.log.lock().unwrap().lists += 1;
+        self.inner.list(prefix)
+    }
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        self.log.lock().unwrap().lists += 1;
+        self.inner.list_with_delimiter(prefix).await
+    }
+    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+fn counting_context() -> (datafusion::prelude::SessionContext, Arc<Mutex<Log>>) {
+    let ctx = context();
+    let log = Arc::new(Mutex::new(Log::default()));
+    let store = Counting {
+        inner: LocalFileSystem::new(),
+        log: log.clone(),
+    };
+    ctx.register_object_store(&Url::parse("file://").unwrap(), Arc::new(store));
+    (ctx, log)
+}
+
+fn chunk_gets(log: &Mutex<Log>) -> Vec<String> {
+    log.lock()
+        .unwrap()
+        .gets
+        .iter()
+        .filter(|g| !g.ends_with("zarr.json") && !g.ends_with(".zarray") && !g.ends_with(".zattrs"))
+        .cloned()
+        .collect()
+}
+
+#[tokio::test]
+async fn registration_reads_metadata_only_and_never_lists() {
+    let (ctx, log) = counting_context();
+    let store = corpus_store("17_large_200k_zstd");
+    ctx.sql(&format!(
+        "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{store}'"
+    ))
+    .await
+    .unwrap();
+    let store13 = corpus_store("13_group_consolidated_metadata");
+    ctx.sql(&format!(
+        "CREATE EXTERNAL TABLE g STORED AS ZARR LOCATION '{store13}'"
+    ))
+    .await
+    .unwrap();
+    let log = log.lock().unwrap();
+    assert_eq!(log.lists, 0, "no list call");
+    assert_eq!(log.gets.len(), 2, "one zarr.json each: {:?}", log.gets);
+    assert!(log.gets.iter().all(|g| g.ends_with("zarr.json")));
+}
+
+#[tokio::test]
+async fn count_star_reads_no_chunk() {
+    let (ctx, log) = counting_context();
+    let store = corpus_store("17_large_200k_zstd");
+    let batches = query(
+        &ctx,
+        &format!("SELECT count(*) AS n FROM read_zarr('{store}')"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        to_json(column(&batches, "n").as_ref()),
+        [serde_json::json!(200000)]
+    );
+    assert!(chunk_gets(&log).is_empty(), "{:?}", chunk_gets(&log));
+}
+
+#[tokio::test]
+async fn limit_reads_one_chunk() {
+    let (ctx, log) = counting_context();
+    let store = corpus_store("17_large_200k_zstd");
+    let batches = query(&ctx, &format!("SELECT * FROM read_zarr('{store}') LIMIT 5"))
+        .await
+        .unwrap();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 5);
+    let gets = chunk_gets(&log);
+    assert_eq!(gets.len(), 1, "{gets:?}");
+    assert!(gets[0].ends_with("c/0"));
+}
+
+#[tokio::test]
+async fn only_projected_arrays_are_read() {
+    let (ctx, log) = counting_context();
+    let store = corpus_store("13_group_consolidated_metadata");
+    query(&ctx, &format!("SELECT label FROM read_zarr('{store}')"))
+        .await
+        .unwrap();
+    let gets = chunk_gets(&log);
+    assert!(!gets.is_empty());
+    assert!(gets.iter().all(|g| g.contains("/label/c/")), "{gets:?}");
+    // Each of the three chunks is fetched once.
+    assert_eq!(gets.len(), 3, "{gets:?}");
+}
+
+#[tokio::test]
+async fn scans_stream_in_batches_over_partitions() {
+    let config = datafusion::prelude::SessionConfig::new()
+        .with_target_partitions(3)
+        .with_batch_size(1000);
+    let ctx = datafusion::prelude::SessionContext::new_with_config(config);
+    datafusion_zarr::register(&ctx);
+    let store = corpus_store("17_large_200k_zstd");
+    let df = ctx
+        .sql(&format!("SELECT value FROM read_zarr('{store}')"))
+        .await
+        .unwrap();
+    let plan = df.create_physical_plan().await.unwrap();
+    use datafusion::physical_plan::ExecutionPlanProperties;
+    let scan = plan
+        .children()
+        .first()
+        .map(|c| (*c).clone())
+        .unwrap_or(plan.clone());
+    assert_eq!(scan.output_partitioning().partition_count(), 3);
+    let task = ctx.task_ctx();
+    let mut total = 0;
+    for p in 0..3 {
+        let batches =
+            datafusion::physical_plan::common::collect(scan.execute(p, task.clone()).unwrap())
+                .await
+                .unwrap();
+        assert!(batches.iter().all(|b| b.num_rows() <= 1000));
+        total += batches.iter().map(|b| b.num_rows()).sum::<usize>();
+    }
+    assert_eq!(total, 200_000);
+}
+
+/// Runs `sql` and returns the summed metric `name` of its ZarrScanExec.
+async fn scan_metric(
+    ctx: &datafusion::prelude::SessionContext,
+    sql: &str,
+    names: &[&str],
+) -> (usize, Vec<usize>) {
+    use datafusion::physical_plan::ExecutionPlan;
+    let df = ctx.sql(sql).await.unwrap();
+    let plan = df.create_physical_plan().await.unwrap();
+    let batches = datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
+        .await
+        .unwrap();
+    let rows = batches.iter().map(|b| b.num_rows()).sum();
+    fn find(p: &std::sync::Arc<dyn ExecutionPlan>) -> Option<std::sync::Arc<dyn ExecutionPlan>> {
+        if p.name() == "ZarrScanExec" {
+            return Some(p.clone());
+        }
+        p.children().into_iter().find_map(find)
+    }
+    let scan = find(&plan).expect("a ZarrScanExec");
+    let metrics = scan.metrics().unwrap();
+    let values = names
+        .iter()
+        .map(|n| metrics.sum_by_name(n).map_or(0, |m| m.as_usize()))
+        .collect();
+    (rows, values)
+}
+
+#[tokio::test]
+async fn only_matching_rows_are_transcoded() {
+    let ctx = context();
+    let store = corpus_store("17_large_200k_zstd");
+    let (rows, m) = scan_metric(
+        &ctx,
+        &format!("SELECT dim_0, value FROM read_zarr('{store}') WHERE value = 'mar'"),
+        &["rows_transcoded", "rows_decoded"],
+    )
+    .await;
+    assert_eq!(rows, 647);
+    assert_eq!(m[0], 647, "rows_transcoded");
+    assert_eq!(m[1], 200_000, "rows_decoded");
+    let (rows, m) = scan_metric(
+        &ctx,
+        &format!("SELECT value FROM read_zarr('{store}') WHERE starts_with(value, 'Zor') AND dim_0 < 50000"),
+        &["rows_transcoded", "chunks_read", "chunks_pruned"],
+    )
+    .await;
+    assert_eq!(m[0], rows, "rows_transcoded equals the matching rows");
+    assert_eq!((m[1], m[2]), (5, 15), "chunks read and pruned");
+    // Without pushdown, every row is transcoded.
+    let (rows_off, m) = scan_metric(
+        &ctx,
+        &format!("SELECT value FROM read_zarr('{store}', '', 'pushdown', 'false') WHERE starts_with(value, 'Zor') AND dim_0 < 50000"),
+        &["rows_transcoded"],
+    )
+    .await;
+    assert_eq!(rows_off, rows);
+    assert_eq!(m[0], 200_000);
+    // Any LIKE pattern runs on code units: `%nix%` (13,257 rows, counted with pyarrow on
+    // expected.parquet) and one with `_`.
+    for (pattern, want) in [("%nix%", Some(13_257)), ("_a%i_", None)] {
+        let sql = |on: &str| {
+            format!(
+                "SELECT value FROM read_zarr('{store}', '', 'pushdown', '{on}') WHERE value LIKE '{pattern}'"
+            )
+        };
+        let (rows, m) = scan_metric(&ctx, &sql("true"), &["rows_transcoded"]).await;
+        let (rows_off, _) = scan_metric(&ctx, &sql("false"), &["rows_transcoded"]).await;
+        assert_eq!(rows, rows_off, "{pattern}");
+        assert!(rows > 0, "{pattern}");
+        if let Some(want) = want {
+            assert_eq!(rows, want, "{pattern}");
+        }
+        assert_eq!(
+            m[0], rows,
+            "{pattern}: rows_transcoded equals the matching rows"
+        );
+    }
+}
+
+#[tokio::test]
+async fn late_materialisation_skips_other_columns_of_chunks_without_matches() {
+    let (ctx, log) = counting_context();
+    let store = corpus_store("13_group_consolidated_metadata");
+    // 'kajinsen' is the label of station ST-001, in the first of three chunks.
+    let batches = query(
+        &ctx,
+        &format!("SELECT station, label, value FROM read_zarr('{store}') WHERE label = 'kajinsen'"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 1);
+    let gets = chunk_gets(&log);
+    let label = gets.iter().filter(|g| g.contains("/label/c/")).count();
+    let value = gets.iter().filter(|g| g.contains("/value/c/")).count();
+    assert_eq!(label, 3, "{gets:?}");
+    assert_eq!(value, 1, "only the chunk with a match: {gets:?}");
+}
+
+#[tokio::test]
+async fn sharded_arrays_read_only_the_inner_chunks_a_predicate_needs() {
+    // Case 08: 30x20, shards 16x10, inner chunks 8x5 (2x2 per shard). Shard c/0/0 holds inner
+    // chunks 0, 1 and 3; c/1/0 holds all four (expected.json, `shards`).
+    let ctx = context();
+    let store = corpus_store("08_sharding_index_start");
+    let names = ["inner_chunks_read", "bytes_read", "chunks_pruned"];
+    let sql = |pred: &str| format!("SELECT * FROM read_zarr('{store}') WHERE {pred}");
+    // Inner chunks (0,0) and (0,1): both present in shard c/0/0.
+    let (rows, m) = scan_metric(&ctx, &sql("y < 8 AND x < 10"), &names).await;
+    assert_eq!((rows, m[0]), (80, 2));
+    let pruned_bytes = m[1];
+    // Inner chunk (1,0) is absent: it reads as the fill value, and is neither read nor pruned.
+    let (rows, m) = scan_metric(&ctx, &sql("y BETWEEN 8 AND 15 AND x < 5"), &names).await;
+    assert_eq!((rows, m[0]), (40, 0));
+    // The four inner chunks of shard c/1/0 that hold rows 16.. and columns ..10.
+    let (rows, m) = scan_metric(&ctx, &sql("y >= 16 AND x < 10"), &names).await;
+    assert_eq!((rows, m[0]), (140, 4));
+    // Without pushdown every present inner chunk is read: 3 + 3 + 4.
+    let off = format!(
+        "SELECT * FROM read_zarr('{store}', '', 'pushdown', 'false') WHERE y < 8 AND x < 10"
+    );
+    let (rows, m) = scan_metric(&ctx, &off, &names).await;
+    assert_eq!((rows, m[0]), (80, 10));
+    assert!(
+        pruned_bytes * 2 < m[1],
+        "bytes read {pruned_bytes} pruned vs {} full",
+        m[1]
+    );
+}
+
+/// The dynamic filters DataFusion pushes into the scan while the query runs prune work units:
+/// a hash join's build-side values, and a TopK's running threshold.
+#[tokio::test]
+async fn dynamic_filters_prune_chunks_while_running() {
+    let ctx = context();
+    let store = corpus_store("17_large_200k_zstd");
+    // Chunks of 10,000 rows: keys 5 and 70,005 are in chunks 0 and 7.
+    let sql = format!(
+        "SELECT t.dim_0, t.value FROM read_zarr('{store}') t \
+         JOIN (VALUES (5), (70005)) AS v(k) ON t.dim_0 = v.k"
+    );
+    let (rows, m) = scan_metric(&ctx, &sql, &["chunks_read", "chunks_pruned"]).await;
+    assert_eq!(rows, 2);
+    assert_eq!(m[0] + m[1], 20, "every chunk is read or pruned: {m:?}");
+    // The build side (2 rows) is collected before the probe side's scan starts, and its
+    // values reach the scan as `dim_0 IN (5, 70005)`: chunks 0 and 7 only.
+    assert_eq!(m[0], 2, "chunks 0 and 7: {m:?}");
+    let (rows, m) = scan_metric(
+        &ctx,
+        &sql.replace(
+            &format!("read_zarr('{store}')"),
+            &format!("read_zarr('{store}', '', 'pushdown', 'false')"),
+        ),
+        &["chunks_read"],
+    )
+    .await;
+    assert_eq!(
+        (rows, m[0]),
+        (2, 20),
+        "without pushdown every chunk is read"
+    );
+
+    // TopK on a 2-D array chunked along both dimensions (no declared order): once the first
+    // chunk has filled the heap, its threshold prunes every chunk that starts after (0, 1).
+    let one = datafusion::prelude::SessionContext::new_with_config(
+        datafusion::prelude::SessionConfig::new().with_target_partitions(1),
+    );
+    datafusion_zarr::register(&one);
+    let store = corpus_store("06_2d_transpose_dimnames");
+    let sql = format!("SELECT row, col, value FROM read_zarr('{store}') ORDER BY row, col LIMIT 2");
+    let (rows, m) = scan_metric(
+        &one,
+        &sql,
+        &[
+            "chunks_read",
+            "chunks_pruned",
+            "chunks_missing",
+            "inner_chunks_read",
+        ],
+    )
+    .await;
+    assert_eq!(rows, 2);
+    assert_eq!((m[0], m[1]), (1, 15), "one chunk read, 15 pruned: {m:?}");
+    let plan = ctx
+        .sql(&format!("EXPLAIN {sql}"))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let text = arrow::util::pretty::pretty_format_batches(&plan)
+        .unwrap()
+        .to_string();
+    assert!(text.contains("dynamic_filters=[DynamicFilter"), "{text}");
+}

@@ -1,0 +1,19 @@
+//! The library's integration tests, as modules of one binary (each test binary links all of
+//! DataFusion). The memory bounds are in `tests/memory`, a binary of their own.
+
+mod concurrency;
+mod corpus;
+mod differential;
+#[cfg(feature = "ballista")]
+mod distributed;
+mod export_writer;
+mod fixtures;
+mod fuzz_regressions;
+mod io;
+mod limits;
+mod malformed;
+mod metadata;
+mod ordered;
+mod remote;
+mod slt;
+mod statistics;

@@ -1,0 +1,9 @@
+//! The memory bounds, in a binary of their own: its global allocator counts every byte the
+//! process holds, so each test takes `counting_alloc::alone()` and nothing else runs beside it.
+
+mod bombs;
+mod metadata_edges;
+
+#[global_allocator]
+static ALLOCATOR: zarr_test_support::counting_alloc::Counting =
+    zarr_test_support::counting_alloc::Counting;
