@@ -9,14 +9,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 use datafusion_zarr::export::{
     Compression, ParquetExport, export_frame, write_parquet, write_parquet_with_sink,
 };
 use datafusion_zarr::{ProgressCounter, ZarrOptions, ZarrTable};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::{session_on, table_options};
+use crate::{GlobalArgs, session_on, table_options};
 
 /// `zarr-sql export`'s arguments.
 #[derive(Debug, clap::Args)]
@@ -51,19 +51,9 @@ pub struct ExportArgs {
     /// Arrow type of fixed_length_utf32 columns (utf8, utf8view, large_utf8, fixed_size_binary).
     #[arg(long)]
     string_type: Option<String>,
-    /// Another table or object store option, as key=value (repeatable), e.g. aws.region=us-east-1.
-    #[arg(short = 'o', long = "option", value_name = "KEY=VALUE")]
-    options: Vec<String>,
-    /// Print nothing on stderr but errors.
-    #[arg(short, long)]
-    quiet: bool,
     /// Show progress even when stderr is not a terminal (then as plain lines).
-    #[arg(long, conflicts_with = "quiet")]
+    #[arg(long)]
     progress: bool,
-    /// Number of partitions (threads); with --scheduler, the tasks the scan is divided among
-    /// (default 1: the whole export in one task, see docs/scaling.md).
-    #[arg(short = 'p', long)]
-    partitions: Option<NonZeroUsize>,
     /// Run the export on the Ballista cluster of this scheduler (df://HOST:PORT): an executor
     /// writes the file, so OUTPUT must be on storage it shares with this machine. Needs a
     /// zarr-sql built with the `ballista` feature.
@@ -72,15 +62,33 @@ pub struct ExportArgs {
 }
 
 /// Runs the export.
-pub async fn run(args: ExportArgs) -> Result<()> {
+/// Of the shared flags: `-o` (options), `-q`, `-b`, and `-p`: the partitions (threads), or with
+/// --scheduler the tasks the scan is divided among (default 1: the whole export in one task,
+/// see docs/scaling.md).
+pub async fn run(args: ExportArgs, global: &GlobalArgs) -> Result<()> {
+    if global.format.is_some() {
+        return Err(DataFusionError::Plan(
+            "--format applies to query results and inspect; export writes Parquet".into(),
+        ));
+    }
+    if global.quiet && args.progress {
+        return Err(DataFusionError::Plan(
+            "--progress and --quiet cannot be used together".into(),
+        ));
+    }
     // On a cluster the file is written by one task; a scan divided among several would send
     // every row through Ballista's shuffle to it (measured in docs/scaling.md: 1.40x
     // single-node divided, 0.98x in one task), so one partition unless -p says otherwise.
-    let scan_partitions = match (&args.scheduler, args.partitions) {
+    let scan_partitions = match (&args.scheduler, global.partitions) {
         (Some(_), None) => Some(1),
         (_, p) => p.map(NonZeroUsize::get),
     };
-    let ctx = session_on(args.scheduler.as_deref(), scan_partitions, None).await?;
+    let ctx = session_on(
+        args.scheduler.as_deref(),
+        scan_partitions,
+        global.batch_size.map(NonZeroUsize::get),
+    )
+    .await?;
     let mut options = ZarrOptions {
         path: args.path.clone(),
         ..ZarrOptions::default()
@@ -88,7 +96,7 @@ pub async fn run(args: ExportArgs) -> Result<()> {
     if let Some(t) = &args.string_type {
         options.set("string_type", t)?;
     }
-    let options = table_options(options, &args.options)?;
+    let options = table_options(options, &global.options)?;
     let progress = Arc::new(ProgressCounter::new());
     let table = ZarrTable::open(&ctx.runtime_env(), &args.location, options)
         .await?
@@ -98,14 +106,14 @@ pub async fn run(args: ExportArgs) -> Result<()> {
         compression_level: args.compression_level,
         row_group_size: args.row_group_size.map(NonZeroUsize::get),
         // Row groups encoded at once: -p, or the cores.
-        parallelism: args.partitions.map(NonZeroUsize::get),
+        parallelism: global.partitions.map(NonZeroUsize::get),
         ..ParquetExport::for_table(&table)
     };
     let columns: Vec<String> = args.columns.iter().map(|c| c.trim().to_string()).collect();
     let df = export_frame(&ctx, Arc::new(table), &columns, args.predicate.as_deref())?;
 
     let start = Instant::now();
-    let display = Display::start(&args, progress.clone());
+    let display = Display::start(&args, global.quiet, progress.clone());
     // Absolute, as this process sees it: on a cluster an executor writes the file.
     let output = std::path::absolute(&args.output).map_err(|e| {
         datafusion::error::DataFusionError::Plan(format!("{}: {e}", args.output.display()))
@@ -118,7 +126,7 @@ pub async fn run(args: ExportArgs) -> Result<()> {
     };
     display.finish(result.is_ok());
     let rows = result?;
-    if !args.quiet {
+    if !global.quiet {
         eprintln!(
             "Exported {rows} rows to {} in {:.3} seconds.",
             args.output.display(),
@@ -139,9 +147,9 @@ struct Display {
 }
 
 impl Display {
-    fn start(args: &ExportArgs, progress: Arc<ProgressCounter>) -> Self {
+    fn start(args: &ExportArgs, quiet: bool, progress: Arc<ProgressCounter>) -> Self {
         let terminal = std::io::stderr().is_terminal();
-        let show = !args.quiet && (terminal || args.progress);
+        let show = !quiet && (terminal || args.progress);
         let mut display = Self {
             bar: None,
             ticker: None,

@@ -1,11 +1,11 @@
 //! `zarr-sql inspect LOCATION`: the tree of groups and arrays, with metadata and table schemas.
 
-use clap::ValueEnum;
 use datafusion::error::{DataFusionError, Result};
 use datafusion_zarr::ZarrOptions;
 use serde_json::Value;
 
-use crate::{session, table_options};
+use crate::output::{Format, print_text};
+use crate::{GlobalArgs, session, table_options};
 
 /// `zarr-sql inspect`'s arguments.
 #[derive(Debug, clap::Args)]
@@ -15,41 +15,35 @@ pub struct InspectArgs {
     /// The node inside the store to start from.
     #[arg(long, default_value = "")]
     path: String,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = InspectFormat::Text)]
-    format: InspectFormat,
-    /// A table option, as key=value (repeatable).
-    #[arg(short = 'o', long = "option", value_name = "KEY=VALUE")]
-    options: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum InspectFormat {
-    Text,
-    Json,
-}
-
-/// Runs the inspection.
-pub async fn run(args: InspectArgs) -> Result<()> {
+/// Runs the inspection: of the shared flags, `--format` (`table`, alias `text`, or `json`) and
+/// `-o` (options) apply.
+pub async fn run(args: InspectArgs, global: &GlobalArgs) -> Result<()> {
+    let json = match global.format.unwrap_or(Format::Table) {
+        Format::Table => false,
+        Format::Json => true,
+        other => {
+            return Err(DataFusionError::Plan(format!(
+                "inspect prints text (--format table) or json, not {other:?}"
+            )));
+        }
+    };
     let ctx = session(None, None)?;
     let options = ZarrOptions {
         path: args.path.clone(),
         ..ZarrOptions::default()
     };
-    let options = table_options(options, &args.options)?;
+    let options = table_options(options, &global.options)?;
     let tree = datafusion_zarr::inspect(&ctx.runtime_env(), &args.location, &options).await?;
-    match args.format {
-        InspectFormat::Json => {
-            let text = serde_json::to_string_pretty(&tree)
-                .map_err(|e| DataFusionError::Execution(e.to_string()))?;
-            println!("{text}");
-        }
-        InspectFormat::Text => {
-            println!("{}", tree["store"].as_str().unwrap_or(""));
-            let mut out = String::new();
-            render(&tree, 0, &mut out);
-            print!("{out}");
-        }
+    if json {
+        let text = serde_json::to_string_pretty(&tree)
+            .map_err(|e| DataFusionError::Execution(e.to_string()))?;
+        print_text(&format!("{text}\n"))?;
+    } else {
+        let mut out = format!("{}\n", tree["store"].as_str().unwrap_or(""));
+        render(&tree, 0, &mut out);
+        print_text(&out)?;
     }
     Ok(())
 }

@@ -15,6 +15,7 @@
 
 #[cfg(feature = "ballista")]
 mod cluster;
+mod commands;
 mod errors;
 mod export;
 mod inspect;
@@ -44,18 +45,41 @@ use output::{Format, Printer};
 /// With a LOCATION, the store is registered as table `t`. Without -c or -f, statements are read
 /// from standard input: an interactive shell on a terminal, a script when piped.
 #[derive(Debug, Parser)]
-#[command(
-    name = "zarr-sql",
-    version,
-    about,
-    args_conflicts_with_subcommands = true
-)]
+#[command(name = "zarr-sql", version, about)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Subcommand>,
 
     #[command(flatten)]
     query: QueryArgs,
+
+    #[command(flatten)]
+    global: GlobalArgs,
+}
+
+/// The flags every command shares, accepted before or after a subcommand's name.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct GlobalArgs {
+    /// Output format: of query results (default table), or of inspect (table = text, or json).
+    #[arg(long, value_enum, global = true)]
+    pub format: Option<Format>,
+
+    /// Print no row counts, timings or progress on stderr.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+
+    /// A table option for the store, as key=value (repeatable), e.g. string_type=utf8view, or an
+    /// object store option for a remote one: aws.region=eu-west-1, gcp.*, azure.*, retry.*.
+    #[arg(short = 'o', long = "option", value_name = "KEY=VALUE", global = true)]
+    pub options: Vec<String>,
+
+    /// Number of partitions (threads) a scan uses; defaults to the number of cores.
+    #[arg(short = 'p', long, global = true)]
+    pub partitions: Option<NonZeroUsize>,
+
+    /// Rows per batch.
+    #[arg(short = 'b', long, global = true)]
+    pub batch_size: Option<NonZeroUsize>,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -87,36 +111,32 @@ struct QueryArgs {
     #[arg(short = 'f', long = "file")]
     files: Vec<PathBuf>,
 
-    /// Output format of query results.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    format: Format,
-
-    /// Print no row counts or timings on stderr.
-    #[arg(short, long)]
-    quiet: bool,
-
-    /// A table option for LOCATION, as key=value (repeatable), e.g. string_type=utf8view, or
-    /// an object store option for a remote one: aws.region=eu-west-1, gcp.*, azure.*, retry.*.
-    #[arg(short = 'o', long = "option", value_name = "KEY=VALUE")]
-    options: Vec<String>,
-
-    /// Number of partitions (threads) a scan uses; defaults to the number of cores.
-    #[arg(short = 'p', long)]
-    partitions: Option<NonZeroUsize>,
-
-    /// Rows per batch.
-    #[arg(short = 'b', long)]
-    batch_size: Option<NonZeroUsize>,
-
     /// Run the queries on the Ballista cluster of this scheduler (df://HOST:PORT); needs a
     /// zarr-sql built with the `ballista` feature.
     #[arg(long, value_name = "URL")]
     scheduler: Option<String>,
 }
 
+impl QueryArgs {
+    /// Whether any of the query's own arguments was given.
+    fn is_given(&self) -> bool {
+        self.location.is_some()
+            || !self.commands.is_empty()
+            || !self.files.is_empty()
+            || self.scheduler.is_some()
+    }
+}
+
 fn main() -> ExitCode {
     malloc::tune();
     let cli = Cli::parse();
+    if cli.command.is_some() && cli.query.is_given() {
+        eprintln!(
+            "Error: a LOCATION, -c, -f or --scheduler before a subcommand belongs to a query; \
+             give the subcommand's own arguments after its name (zarr-sql export --help)"
+        );
+        return ExitCode::from(2);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -129,9 +149,9 @@ fn main() -> ExitCode {
     };
     let work = async {
         match cli.command {
-            None => run(cli.query).await,
-            Some(Subcommand::Export(args)) => export::run(args).await,
-            Some(Subcommand::Inspect(args)) => inspect::run(args).await,
+            None => run(cli.query, &cli.global).await,
+            Some(Subcommand::Export(args)) => export::run(args, &cli.global).await,
+            Some(Subcommand::Inspect(args)) => inspect::run(args, &cli.global).await,
             #[cfg(feature = "ballista")]
             Some(Subcommand::Scheduler(args)) => cluster::run_scheduler(args).await,
             #[cfg(feature = "ballista")]
@@ -229,25 +249,25 @@ pub(crate) async fn session_on(
     }
 }
 
-async fn run(args: QueryArgs) -> Result<()> {
+async fn run(args: QueryArgs, global: &GlobalArgs) -> Result<()> {
     let ctx = session_on(
         args.scheduler.as_deref(),
-        args.partitions.map(NonZeroUsize::get),
-        args.batch_size.map(NonZeroUsize::get),
+        global.partitions.map(NonZeroUsize::get),
+        global.batch_size.map(NonZeroUsize::get),
     )
     .await?;
     if let Some(location) = &args.location {
-        let options = table_options(ZarrOptions::default(), &args.options)?;
+        let options = table_options(ZarrOptions::default(), &global.options)?;
         let table = ZarrTable::open(&ctx.runtime_env(), location, options).await?;
         ctx.register_table("t", Arc::new(table))?;
-    } else if !args.options.is_empty() {
+    } else if !global.options.is_empty() {
         return Err(DataFusionError::Plan(
             "--option applies to a LOCATION, and none was given".into(),
         ));
     }
     let printer = Printer {
-        format: args.format,
-        quiet: args.quiet,
+        format: global.format.unwrap_or(Format::Table),
+        quiet: global.quiet,
     };
     if args.commands.is_empty() && args.files.is_empty() {
         return shell::run(&ctx, &printer).await;

@@ -9,10 +9,23 @@ use arrow::datatypes::SchemaRef;
 use arrow::error::ArrowError;
 use datafusion::error::Result;
 
+/// Writes `text` to stdout. A reader that went away (`| head`) ends the output quietly, as it
+/// ends other command-line tools; `println!` would panic.
+pub fn print_text(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(
+            datafusion::error::DataFusionError::Execution(format!("cannot write the output: {e}")),
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// An output format (`--format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// A boxed table, like datafusion-cli's.
+    /// A boxed table, like datafusion-cli's (`inspect`: its text tree).
+    #[value(alias = "text")]
     Table,
     /// CSV with a header row.
     Csv,

@@ -1,4 +1,5 @@
-//! The interactive shell (a terminal) and piped scripts (standard input that is not one).
+//! The interactive shell (a terminal) and piped scripts (standard input that is not one); in
+//! both, a line beginning with `\\` between statements is a backslash command (`commands.rs`).
 
 use std::io::{IsTerminal, Read};
 
@@ -7,17 +8,19 @@ use datafusion::prelude::SessionContext;
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 
+use crate::commands::{self, Next};
 use crate::output::Printer;
 use crate::run_sql;
 
 /// Reads statements from standard input and runs them.
 pub async fn run(ctx: &SessionContext, printer: &Printer) -> Result<()> {
+    let mut printer = printer.clone();
     if !std::io::stdin().is_terminal() {
-        let mut sql = String::new();
+        let mut script = String::new();
         std::io::stdin()
-            .read_to_string(&mut sql)
+            .read_to_string(&mut script)
             .map_err(|e| DataFusionError::Execution(format!("cannot read standard input: {e}")))?;
-        return run_sql(ctx, &sql, printer).await;
+        return run_script(ctx, &script, &mut printer).await;
     }
     let mut editor = DefaultEditor::new()
         .map_err(|e| DataFusionError::Execution(format!("cannot start the line editor: {e}")))?;
@@ -36,15 +39,23 @@ pub async fn run(ctx: &SessionContext, printer: &Printer) -> Result<()> {
         match editor.readline(prompt) {
             Ok(line) => {
                 let trimmed = line.trim();
-                if buffer.is_empty() && (trimmed == "\\q" || trimmed == "quit" || trimmed == "exit")
-                {
+                if buffer.is_empty() && (trimmed == "quit" || trimmed == "exit") {
                     break;
+                }
+                if buffer.is_empty() && trimmed.starts_with('\\') {
+                    let _ = editor.add_history_entry(trimmed);
+                    match commands::run(trimmed, ctx, &mut printer).await {
+                        Ok(Next::Quit) => break,
+                        Ok(Next::Continue) => {}
+                        Err(e) => eprintln!("Error: {}", crate::errors::message(&e)),
+                    }
+                    continue;
                 }
                 buffer.push_str(&line);
                 buffer.push('\n');
                 if trimmed.ends_with(';') {
                     let _ = editor.add_history_entry(buffer.trim_end());
-                    if let Err(e) = run_sql(ctx, &buffer, printer).await {
+                    if let Err(e) = run_sql(ctx, &buffer, &printer).await {
                         eprintln!("Error: {}", crate::errors::message(&e));
                     }
                     buffer.clear();
@@ -59,4 +70,25 @@ pub async fn run(ctx: &SessionContext, printer: &Printer) -> Result<()> {
         let _ = editor.save_history(h);
     }
     Ok(())
+}
+
+/// A piped script: its SQL, and its backslash commands where a statement may begin. The first
+/// error ends it, as a script's error does.
+async fn run_script(ctx: &SessionContext, script: &str, printer: &mut Printer) -> Result<()> {
+    let mut sql = String::new();
+    for line in script.lines() {
+        let trimmed = line.trim();
+        let between_statements = sql.trim().is_empty() || sql.trim_end().ends_with(';');
+        if trimmed.starts_with('\\') && between_statements {
+            run_sql(ctx, &sql, printer).await?;
+            sql.clear();
+            if commands::run(trimmed, ctx, printer).await? == Next::Quit {
+                return Ok(());
+            }
+        } else {
+            sql.push_str(line);
+            sql.push('\n');
+        }
+    }
+    run_sql(ctx, &sql, printer).await
 }

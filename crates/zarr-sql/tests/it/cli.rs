@@ -288,3 +288,167 @@ fn zero_counts_are_refused() {
         assert!(!std::path::Path::new(out).exists(), "{args:?}");
     }
 }
+
+/// `-q`, `--format`, `-o`, `-p` and `-b` are accepted before a subcommand's name as after it,
+/// and give the same output (they were refused before it, the store named as a subcommand).
+#[test]
+fn shared_flags_work_before_and_after_the_subcommand() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.parquet").display().to_string();
+    let b = dir.path().join("b.parquet").display().to_string();
+    for args in [
+        vec!["-q", "export", U7, &a],
+        vec!["export", "-q", U7, &b],
+        vec!["export", U7, &b, "-q"],
+        vec![
+            "-p",
+            "1",
+            "-b",
+            "3",
+            "-o",
+            "string_type=utf8view",
+            "export",
+            U7,
+            &a,
+            "-q",
+        ],
+        vec![
+            "export",
+            U7,
+            &b,
+            "-p",
+            "1",
+            "-b",
+            "3",
+            "-o",
+            "string_type=utf8view",
+            "-q",
+        ],
+    ] {
+        let out = zarr_sql(&args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{args:?}: -q prints nothing");
+    }
+    assert_eq!(
+        std::fs::read(&a).unwrap().len(),
+        std::fs::read(&b).unwrap().len()
+    );
+
+    let json = zarr_sql(&["--format", "json", "inspect", U7]);
+    assert!(json.status.success(), "{}", stderr(&json));
+    let after = zarr_sql(&["inspect", U7, "--format", "json"]);
+    assert_eq!(stdout(&json), stdout(&after));
+    let tree: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(tree["node_type"], "array");
+    let text = zarr_sql(&["inspect", "--format", "text", U7]);
+    assert!(
+        stdout(&text).contains("fixed_length_utf32"),
+        "{}",
+        stdout(&text)
+    );
+
+    let options = zarr_sql(&["-o", "string_type=large_utf8", "inspect", U7]);
+    assert!(
+        stdout(&options).contains("LargeUtf8"),
+        "{}",
+        stdout(&options)
+    );
+    let options_after = zarr_sql(&["inspect", U7, "-o", "string_type=large_utf8"]);
+    assert_eq!(stdout(&options), stdout(&options_after));
+
+    let sql = "SELECT arrow_typeof(value) AS t FROM t LIMIT 1";
+    for args in [
+        vec![
+            "-q",
+            "--format",
+            "csv",
+            "-o",
+            "string_type=large_utf8",
+            U7,
+            "-c",
+            sql,
+        ],
+        vec![
+            U7,
+            "-c",
+            sql,
+            "-q",
+            "--format",
+            "csv",
+            "-o",
+            "string_type=large_utf8",
+        ],
+    ] {
+        let out = zarr_sql(&args);
+        assert_eq!(stdout(&out), "t\nLargeUtf8\n", "{args:?}: {}", stderr(&out));
+    }
+
+    let refused = zarr_sql(&["--format", "csv", "export", U7, &a]);
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("export writes Parquet"),
+        "{}",
+        stderr(&refused)
+    );
+    let refused = zarr_sql(&["--format", "csv", "inspect", U7]);
+    assert!(
+        stderr(&refused).contains("inspect prints text"),
+        "{}",
+        stderr(&refused)
+    );
+    let misplaced = zarr_sql(&["-c", "SELECT 1", "export", U7, &a]);
+    assert!(!misplaced.status.success());
+    assert!(
+        stderr(&misplaced).contains("belongs to a query"),
+        "{}",
+        stderr(&misplaced)
+    );
+}
+
+/// datafusion-cli's backslash commands, typed between statements (here piped, as the
+/// interactive shell runs them too).
+#[test]
+fn the_shell_answers_datafusion_cli_backslash_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("count.sql");
+    std::fs::write(&file, "SELECT count(*) AS n FROM t;\n").unwrap();
+    let script = format!(
+        "\\d\n\\d t\n\\pset format csv\nSELECT count(*) AS n FROM t;\n\\quiet true\n\\pset\n\
+         \\h upper\n\\i {}\n\\?\n\\q\nSELECT 'never' AS after_quit;\n",
+        file.display()
+    );
+    let out = zarr_sql_with_input(&[U7], &script);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    // \d lists the table, \d t its columns (in the table format of the start).
+    assert!(
+        text.contains("| datafusion    | public             | t "),
+        "{text}"
+    );
+    assert!(text.contains("| dim_0       | UInt64"), "{text}");
+    assert!(text.contains("| value       | Utf8 "), "{text}");
+    // \pset format csv: the count as CSV; \pset shows the settings.
+    assert!(text.contains("\nn\n8\n"), "{text}");
+    assert!(text.contains("format csv\nquiet true\n"), "{text}");
+    // \h upper describes the function; \i runs the file; \? lists the commands.
+    assert!(text.contains("upper,SCALAR,"), "{text}");
+    assert_eq!(text.matches("\nn\n8\n").count(), 2, "{text}");
+    assert!(text.contains("\\d TABLE"), "{text}");
+    // \q ends the script.
+    assert!(!text.contains("never"), "{text}");
+    // Row counts before \quiet, none after: 4 results, 4 summaries... until quiet.
+    assert_eq!(
+        stderr(&out).matches("fetched").count(),
+        3,
+        "{}",
+        stderr(&out)
+    );
+
+    let unknown = zarr_sql_with_input(&[U7], "\\x\n");
+    assert!(!unknown.status.success());
+    assert!(
+        stderr(&unknown).contains("\\? lists the commands"),
+        "{}",
+        stderr(&unknown)
+    );
+}
