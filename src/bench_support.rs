@@ -3,7 +3,7 @@
 
 use futures::StreamExt;
 
-use crate::ZarrTable;
+use crate::provider::ZarrTable;
 use crate::scan::{read_chunk, unravel};
 
 /// Fetches and decodes every chunk of the table's grid array, `threads` at a time on the

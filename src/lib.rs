@@ -29,7 +29,7 @@
 //!   Ballista cluster's plans.
 //!
 //! Everything else is private to the crate. Inside, the data flows `store` → `node` → `table`
-//! → `scan` → DataFusion; see the README's design section. The transcoding kernels live in the
+//! → `scan` → DataFusion; see docs/architecture.md. The transcoding kernels live in the
 //! `zarr-utf32` crate of this workspace.
 
 #![warn(missing_docs)]
@@ -55,6 +55,9 @@ mod provider;
 mod scan;
 mod store;
 mod table;
+
+#[cfg(doctest)]
+mod doc_examples;
 
 use std::sync::Arc;
 

@@ -23,9 +23,9 @@ use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 
-use crate::ZarrScanExec;
+use crate::scan::ZarrScanExec;
 
-/// The rule; [`crate::register`] adds it to a session.
+/// The rule; `register` (lib.rs) adds it to a session.
 #[derive(Debug, Default)]
 pub struct OrderedZarrScan;
 

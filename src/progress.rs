@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// What a scan reports as it runs. Attach one to a table with [`crate::ZarrTable::with_progress`];
+/// What a scan reports as it runs. Attach one to a table with `ZarrTable::with_progress`;
 /// every scan of that table then reports to it (from several partitions at once).
 pub trait ScanProgress: Send + Sync + std::fmt::Debug {
     /// A scan was planned that will read `rows` rows in `chunks` work units.

@@ -14,8 +14,9 @@ use arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaRef};
 
 use crate::error::{Result, ZarrError};
 use crate::limits::Limits;
+use crate::node::cf_attributes::{CfDecoding, TextEncoding};
 use crate::node::{ArrayNode, ElementKind, GroupNode, Node, UnreadableArray};
-use crate::options::{StringType, ZarrOptions};
+use crate::options::{InvalidUtf32, StringType, ZarrOptions};
 use crate::store::ZarrStore;
 
 /// Where a column's values come from.
@@ -100,8 +101,38 @@ pub(crate) struct Column {
     pub name: String,
     /// Where the values come from.
     pub source: ColumnSource,
-    /// The Arrow type.
+    /// What its values go through, decided once here and executed by the scan.
+    pub plan: ValuePlan,
+}
+
+/// What a column's stored elements go through on their way to Arrow, decided once per column
+/// when the table is built from the options and the array's attributes: the scan executes it
+/// and derives nothing from the options itself.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ValuePlan {
+    /// The column's Arrow type.
     pub data_type: ArrowType,
+    /// The CF decoding of stored numbers (`decode_cf` and the attributes ask for one).
+    pub cf: Option<CfDecoding>,
+    /// Bytes whose `_Encoding` is `ascii` are checked as ASCII (under `decode_cf`).
+    pub ascii_only: bool,
+    /// Elements equal to the fill value become NULL (`fill_as_null`).
+    pub fill_as_null: bool,
+    /// What an invalid UTF-32 code unit becomes (`invalid_utf32`).
+    pub invalid_utf32: InvalidUtf32,
+}
+
+impl ValuePlan {
+    /// The plan of an index column: positions, nothing to decode.
+    fn index() -> Self {
+        Self {
+            data_type: ArrowType::UInt64,
+            cf: None,
+            ascii_only: false,
+            fill_as_null: false,
+            invalid_utf32: InvalidUtf32::Error,
+        }
+    }
 }
 
 /// A node mapped to a table.
@@ -173,13 +204,13 @@ impl TableModel {
         node: Node,
         options: ZarrOptions,
     ) -> Result<Self> {
-        let value_type = arrow_type(&array, &options)?;
+        let value_plan = value_plan(&array, &options)?;
         let mut columns = Vec::new();
         for dim in 0..array.shape.len() {
             columns.push(Column {
                 name: index_name(&array, dim, std::slice::from_ref(&array.name)),
                 source: ColumnSource::Index { dim },
-                data_type: ArrowType::UInt64,
+                plan: ValuePlan::index(),
             });
         }
         columns.push(Column {
@@ -187,7 +218,7 @@ impl TableModel {
             source: ColumnSource::Value {
                 array: array.clone(),
             },
-            data_type: value_type,
+            plan: value_plan,
         });
         Self::finish(
             store,
@@ -363,17 +394,17 @@ impl TableModel {
                         dim,
                         array: c.clone(),
                     },
-                    data_type: arrow_type(c, &options)?,
+                    plan: value_plan(c, &options)?,
                 }),
                 None => columns.push(Column {
                     name: index_name(&first, dim, &value_names),
                     source: ColumnSource::Index { dim },
-                    data_type: ArrowType::UInt64,
+                    plan: ValuePlan::index(),
                 }),
             }
         }
         for array in &values {
-            let (name, data_type) = (array.name.clone(), arrow_type(array, &options)?);
+            let (name, plan) = (array.name.clone(), value_plan(array, &options)?);
             let array = array.clone();
             let source = match place(&array) {
                 // Read and pruned as a coordinate is.
@@ -386,11 +417,7 @@ impl TableModel {
                 Some(Placement::Along(dims)) => ColumnSource::Broadcast { dims, array },
                 Some(Placement::Aligned) | None => ColumnSource::Value { array },
             };
-            columns.push(Column {
-                name,
-                source,
-                data_type,
-            });
+            columns.push(Column { name, source, plan });
         }
         Self::finish(
             store,
@@ -428,7 +455,7 @@ impl TableModel {
             .iter()
             .map(|c| {
                 let nullable = !matches!(c.source, ColumnSource::Index { .. });
-                Field::new(&c.name, c.data_type.clone(), nullable)
+                Field::new(&c.name, c.plan.data_type.clone(), nullable)
             })
             .collect();
         let model = Self {
@@ -462,6 +489,21 @@ fn index_name(array: &ArrayNode, dim: usize, value_names: &[String]) -> String {
     } else {
         name
     }
+}
+
+/// What an array's elements go through under `options`: the one place the options decide it.
+fn value_plan(array: &ArrayNode, options: &ZarrOptions) -> Result<ValuePlan> {
+    let cf = match array.element_kind()? {
+        ElementKind::Primitive(_) if options.decode_cf => array.cf.clone(),
+        _ => None,
+    };
+    Ok(ValuePlan {
+        data_type: arrow_type(array, options)?,
+        cf,
+        ascii_only: options.decode_cf && array.text == Some(TextEncoding::Ascii),
+        fill_as_null: options.fill_as_null,
+        invalid_utf32: options.invalid_utf32,
+    })
 }
 
 /// The Arrow type of an array's elements under `options`.

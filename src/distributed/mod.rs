@@ -1,7 +1,7 @@
 //! Zarr tables and scans in plans that cross processes (Apache DataFusion Ballista): the
 //! codecs that DataFusion's plan serialisation calls, wrapping Ballista's own.
 //!
-//! - A [`ZarrTable`](crate::ZarrTable) travels (client → scheduler) as its store URL and
+//! - A [`ZarrTable`](crate::provider::ZarrTable) travels (client → scheduler) as its store URL and
 //!   options ([`ZarrLogicalCodec`]); the scheduler opens it again and plans the scan there.
 //! - The scan travels (scheduler → executors) as the table plus the scan's plan: projection,
 //!   units of each partition, pruning result, UTF-32 filters (as DataFusion physical

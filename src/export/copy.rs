@@ -3,7 +3,7 @@
 //! inference) but one: a COPY to one local file, not partitioned, is written by our writer
 //! (`writer.rs`: row groups encoded in parallel, strings and numbers by our encoders, the file
 //! replaced atomically). Writes to object stores, to directories or partitioned go to
-//! DataFusion's `ParquetSink` unchanged. [`crate::register`] installs it for the `parquet`
+//! DataFusion's `ParquetSink` unchanged. `register` (lib.rs) installs it for the `parquet`
 //! extension.
 
 use std::any::Any;
@@ -28,14 +28,13 @@ use datafusion::execution::TaskContext;
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::physical_expr::{LexOrdering, LexRequirement};
 use datafusion::physical_plan::SendableRecordBatchStream;
-use datafusion::physical_plan::expressions::Column;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan};
 use object_store::{ObjectMeta, ObjectStore};
 use parquet::file::metadata::SortingColumn;
 
-use super::parquet_export::write_stream_to;
+use super::parquet_file::{sorting_columns, write_stream_to};
 
-/// The factory [`crate::register`] installs for the `parquet` extension: DataFusion's
+/// The factory `register` (lib.rs) installs for the `parquet` extension: DataFusion's
 /// [`ParquetFormatFactory`], its formats wrapped in [`ParquetFormatWithZarrWriter`].
 #[derive(Debug, Default)]
 pub struct ParquetFormatWithZarrWriterFactory {
@@ -192,29 +191,6 @@ fn local_file(conf: &FileSinkConfig) -> Option<PathBuf> {
         return None;
     }
     url.get_url().to_file_path().ok()
-}
-
-/// Parquet's `sorting_columns` for `ordering` over `schema` (flat): what DataFusion's sink
-/// records, so readers know the file's order. `None` when a sort key is not a plain column.
-pub(super) fn sorting_columns(
-    ordering: &LexOrdering,
-    schema: &Schema,
-) -> Option<Vec<SortingColumn>> {
-    if schema.fields().iter().any(|f| f.data_type().is_nested()) {
-        return None;
-    }
-    ordering
-        .iter()
-        .map(|sort| {
-            let column = sort.expr.downcast_ref::<Column>()?;
-            let index = schema.index_of(column.name()).ok()?;
-            Some(SortingColumn {
-                column_idx: i32::try_from(index).ok()?,
-                descending: sort.options.descending,
-                nulls_first: sort.options.nulls_first,
-            })
-        })
-        .collect()
 }
 
 /// Integer sort keys (a Zarr table's index columns, in a COPY that keeps their order) written

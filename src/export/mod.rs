@@ -30,6 +30,7 @@ mod fixed_dictionary;
 mod hash_prefetch;
 mod numbers;
 mod parquet_export;
+mod parquet_file;
 mod parquet_types;
 mod rle;
 mod strings;

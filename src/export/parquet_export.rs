@@ -12,12 +12,10 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::LogicalPlanBuilder;
 use datafusion::physical_plan::{ExecutionPlanProperties, execute_stream};
 use datafusion::prelude::{DataFrame, SessionContext, ident};
-use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterPropertiesBuilder;
 
 use super::atomic_target::AtomicTarget;
-use super::{copy, parquet_types, writer};
-use crate::ZarrTable;
+use super::parquet_file::{sorting_columns, write_stream_to};
+use crate::provider::ZarrTable;
 
 /// Parquet compression codecs offered by `zarr-sql export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -235,44 +233,9 @@ pub async fn write_parquet(df: DataFrame, target: &Path, export: &ParquetExport)
         1 => plan.output_ordering(),
         _ => None,
     };
-    let sorting = sorting.and_then(|o| copy::sorting_columns(o, &plan.schema()));
+    let sorting = sorting.and_then(|o| sorting_columns(o, &plan.schema()));
     let stream = execute_stream(plan, Arc::new(task))?;
     write_stream_to(stream, target, options, sorting, export.parallelism()).await
-}
-
-/// Writes `stream` to the Parquet file `target` with our writer, atomically, `parallelism` row
-/// groups at once. As DataFusion's sink does, the footer records the rows' order (`sorting`)
-/// and, unless the options skip it, the Arrow schema. Shared by exports and COPY.
-pub(super) async fn write_stream_to(
-    stream: datafusion::physical_plan::SendableRecordBatchStream,
-    target: &Path,
-    mut options: TableParquetOptions,
-    sorting: Option<Vec<parquet::file::metadata::SortingColumn>>,
-    parallelism: usize,
-) -> Result<u64> {
-    let atomic = AtomicTarget::new(target)?;
-    let stream = parquet_types::annotatable(stream);
-    if !options.global.skip_arrow_metadata {
-        options.arrow_schema(&stream.schema());
-    }
-    // The footer's key-value pairs sorted by key (DataFusion's options hold them in a hash
-    // map), so that the same export writes the same bytes every time.
-    let mut key_values: Vec<KeyValue> = options
-        .key_value_metadata
-        .iter()
-        .map(|(key, value)| KeyValue::new(key.clone(), value.clone()))
-        .collect();
-    key_values.sort_by(|a, b| a.key.cmp(&b.key));
-    let props = WriterPropertiesBuilder::try_from(&options)?
-        .set_key_value_metadata((!key_values.is_empty()).then_some(key_values))
-        .set_sorting_columns(sorting)
-        .build();
-    let file = std::fs::File::create(atomic.temp_path()).map_err(|e| {
-        DataFusionError::Execution(format!("cannot write {}: {e}", target.display()))
-    })?;
-    let rows = writer::write_stream(stream, file, target, props, parallelism).await?;
-    atomic.commit()?;
-    Ok(rows)
 }
 
 /// Writes `df` to the Parquet file `target` with DataFusion's Parquet sink, atomically, and

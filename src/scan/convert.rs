@@ -11,25 +11,24 @@ use arrow::buffer::{BooleanBuffer, MutableBuffer, NullBuffer, OffsetBuffer, Scal
 use arrow::datatypes::DataType as ArrowType;
 
 use crate::error::{Result, ZarrError};
-use crate::node::cf_attributes::TextEncoding;
 use crate::node::{ArrayNode, ElementKind};
-use crate::options::ZarrOptions;
 use crate::scan::read::Elements;
+use crate::table::ValuePlan;
 use zarr_utf32::{self as utf32, TranscodeError};
 
 /// Locates element `row` of a region for error messages: returns (chunk key, index in chunk).
 pub(crate) type Locate<'a> = &'a dyn Fn(usize) -> (String, u64);
 
-/// Converts elements `rows` of `elements` (an array of kind `node.kind`) to an Arrow array of
-/// type `data_type` (the column's).
+/// Converts elements `rows` of `elements` (an array of kind `node.kind`) to an Arrow array as
+/// the column's `plan` says (its type, CF decoding, fill as NULL, invalid UTF-32).
 pub(crate) fn to_arrow(
     node: &ArrayNode,
     elements: &Elements,
     rows: Range<usize>,
-    data_type: &ArrowType,
-    options: &ZarrOptions,
+    plan: &ValuePlan,
     locate: Locate<'_>,
 ) -> Result<ArrayRef> {
+    let data_type = &plan.data_type;
     let array = node.zarrs()?;
     let fill = array.fill_value().as_ne_bytes();
     let kind = node.element_kind()?;
@@ -38,11 +37,11 @@ pub(crate) fn to_arrow(
             let width = *length_bytes;
             debug_assert_eq!(width, *size);
             let input = &bytes[rows.start * width..rows.end * width];
-            let mask = options
+            let mask = plan
                 .fill_as_null
                 .then(|| utf32::fill_mask(input, width, fill));
             let mask = mask.as_deref();
-            let mode = options.invalid_utf32;
+            let mode = plan.invalid_utf32;
             let result: std::result::Result<ArrayRef, TranscodeError> = match data_type {
                 ArrowType::Utf8 => {
                     utf32::to_utf8::<i32>(input, width, mode, mask).map(|a| Arc::new(a) as _)
@@ -96,7 +95,7 @@ pub(crate) fn to_arrow(
                 })?);
             }
             let values = &bytes[base..offsets[rows.end]];
-            let nulls = options.fill_as_null.then(|| {
+            let nulls = plan.fill_as_null.then(|| {
                 NullBuffer::from(
                     rows.clone()
                         .map(|i| &bytes[offsets[i]..offsets[i + 1]] != fill)
@@ -106,14 +105,7 @@ pub(crate) fn to_arrow(
             let offsets = OffsetBuffer::new(ScalarBuffer::from(out_offsets));
             if *kind == ElementKind::VariableBytes {
                 let binary = BinaryArray::new(offsets, values.to_vec().into(), nulls);
-                return as_binary_type(
-                    Arc::new(binary),
-                    data_type,
-                    node,
-                    options,
-                    rows.start,
-                    locate,
-                );
+                return as_binary_type(Arc::new(binary), data_type, node, plan, rows.start, locate);
             }
             let a = StringArray::try_new(offsets, values.to_vec().into(), nulls).map_err(|e| {
                 ZarrError::Chunk {
@@ -131,20 +123,20 @@ pub(crate) fn to_arrow(
                 chunk: locate(rows.start).0,
                 message,
             };
-            let binary = byte_strings(input, *size, options.fill_as_null.then_some(fill))
-                .ok_or_else(|| {
+            let binary =
+                byte_strings(input, *size, plan.fill_as_null.then_some(fill)).ok_or_else(|| {
                     fail("a batch holds more than 2 GiB of bytes; use a smaller batch size".into())
                 })?;
-            as_binary_type(binary, data_type, node, options, rows.start, locate)
+            as_binary_type(binary, data_type, node, plan, rows.start, locate)
         }
         (ElementKind::Primitive(stored), Elements::Fixed { bytes, size }) => {
             let t = stored;
             let input = &bytes[rows.start * size..rows.end * size];
             let temporal = is_temporal(t);
-            let nulls = if options.fill_as_null || temporal {
+            let nulls = if plan.fill_as_null || temporal {
                 let nan_fill = is_nan(t, fill);
                 let nat = crate::node::NAT.to_ne_bytes();
-                let fill = options.fill_as_null.then_some(fill);
+                let fill = plan.fill_as_null.then_some(fill);
                 let null = |e: &[u8]| {
                     Some(e) == fill || (nan_fill && is_nan(t, e)) || (temporal && e == nat)
                 };
@@ -175,15 +167,8 @@ pub(crate) fn to_arrow(
                 });
             }
             let raw = primitive(t, input, rows.len(), nulls).map_err(|e| fail(e.to_string()))?;
-            let cf = node.cf.as_ref().filter(|_| options.decode_cf);
-            let cf = match cf {
-                None if data_type == t => return Ok(raw),
-                Some(cf) if cf.arrow_type() == *data_type => cf,
-                _ => {
-                    return Err(ZarrError::internal(format!(
-                        "converting {t} to {data_type}, which the table model does not map it to"
-                    )));
-                }
+            let Some(cf) = &plan.cf else {
+                return Ok(raw);
             };
             super::cf_decode::decode(&raw, cf).map_err(|failure| match failure.index {
                 Some(index) => {
@@ -211,14 +196,14 @@ fn as_binary_type(
     binary: ArrayRef,
     data_type: &ArrowType,
     node: &ArrayNode,
-    options: &ZarrOptions,
+    plan: &ValuePlan,
     start: usize,
     locate: Locate<'_>,
 ) -> Result<ArrayRef> {
     if *data_type == ArrowType::Binary {
         return Ok(binary);
     }
-    if options.decode_cf && node.text == Some(TextEncoding::Ascii) {
+    if plan.ascii_only {
         let elements = binary.as_binary::<i32>();
         let bad = elements
             .iter()

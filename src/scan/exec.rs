@@ -33,7 +33,7 @@ use crate::error::{Result, ZarrError};
 use crate::progress::ScanProgress;
 use crate::table::{ColumnSource, TableModel};
 
-/// The physical plan node that scans a [`crate::ZarrTable`]: its partitions are runs of the
+/// The physical plan node that scans a [`ZarrTable`](crate::provider::ZarrTable): its partitions are runs of the
 /// table's work units, read in parallel. EXPLAIN shows the units planned, the string filters
 /// evaluated on UTF-32 (`utf32_filters`), the pruning predicate and the units it pruned, and
 /// DataFusion's dynamic filters; EXPLAIN ANALYZE adds the counts of chunks and bytes read.

@@ -28,7 +28,7 @@ use crate::error::{Result, ZarrError};
 use crate::node::ElementKind;
 use crate::options::{InvalidUtf32, ZarrOptions};
 use crate::scan::filter::ScanFilter;
-use crate::table::{ColumnSource, TableModel};
+use crate::table::{ColumnSource, TableModel, ValuePlan};
 
 /// How the element relates to the literal(s).
 #[derive(Debug, Clone, PartialEq)]
@@ -168,7 +168,7 @@ impl RawFilter {
         input: &[u8],
         width: usize,
         fill: &[u8],
-        options: &ZarrOptions,
+        plan: &ValuePlan,
         mask: &mut [bool],
     ) -> std::result::Result<(), (usize, u32)> {
         if width == 0 {
@@ -183,9 +183,9 @@ impl RawFilter {
             .zip(mask.chunks_mut(per_block));
         for (b, (block, mask)) in blocks.enumerate() {
             if all_scalar_values(block) {
-                self.apply_valid(block, width, fill, options, mask, &members);
+                self.apply_valid(block, width, fill, plan, mask, &members);
             } else {
-                self.apply_per_element(block, width, fill, options, mask, &members)
+                self.apply_per_element(block, width, fill, plan, mask, &members)
                     .map_err(|(i, u)| (b * per_block + i, u))?;
             }
         }
@@ -199,7 +199,7 @@ impl RawFilter {
         input: &[u8],
         width: usize,
         fill: &[u8],
-        options: &ZarrOptions,
+        plan: &ValuePlan,
         mask: &mut [bool],
         members: &Members,
     ) {
@@ -225,7 +225,7 @@ impl RawFilter {
                 }
             }
         }
-        if options.fill_as_null {
+        if plan.fill_as_null {
             for (keep, element) in mask.iter_mut().zip(input.chunks_exact(width)) {
                 *keep = *keep && element != fill;
             }
@@ -272,7 +272,7 @@ impl RawFilter {
         input: &[u8],
         width: usize,
         fill: &[u8],
-        options: &ZarrOptions,
+        plan: &ValuePlan,
         mask: &mut [bool],
         members: &Members,
     ) -> std::result::Result<(), (usize, u32)> {
@@ -287,7 +287,7 @@ impl RawFilter {
                     .map(|u| u32::from_ne_bytes([u[0], u[1], u[2], u[3]])),
             );
             if let Some(&u) = units.iter().find(|&&u| !is_scalar_value(u)) {
-                match options.invalid_utf32 {
+                match plan.invalid_utf32 {
                     InvalidUtf32::Error => return Err((i, u)),
                     InvalidUtf32::Null => {
                         *keep = false;
@@ -299,7 +299,7 @@ impl RawFilter {
             if !*keep {
                 continue;
             }
-            if options.fill_as_null && element == fill {
+            if plan.fill_as_null && element == fill {
                 *keep = false;
                 continue;
             }
@@ -425,7 +425,7 @@ pub(crate) fn select_rows(
             continue;
         };
         let fill = array.zarrs()?.fill_value().as_ne_bytes();
-        f.apply(bytes, *size, fill, &model.options, &mut mask)
+        f.apply(bytes, *size, fill, &model.columns[f.column].plan, &mut mask)
             .map_err(|(index, code_unit)| {
                 let (chunk, index) = locate(f.column, index);
                 ZarrError::InvalidUtf32 {

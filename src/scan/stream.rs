@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt64Array};
 use arrow::compute::take;
-use arrow::datatypes::{DataType, Field, SchemaRef};
+use arrow::datatypes::{Field, SchemaRef};
 use arrow::error::ArrowError;
 use datafusion::physical_plan::PhysicalExpr;
 use datafusion::physical_plan::metrics::Count;
@@ -23,7 +23,7 @@ use crate::scan::fetch_ahead::{PrefetchColumn, Prefetcher};
 use crate::scan::grid::UnitGrid;
 use crate::scan::raw_filter::{RawFilter, select_rows};
 use crate::scan::read::{ColumnCache, Elements, Region, read_region};
-use crate::table::{ColumnSource, TableModel};
+use crate::table::{ColumnSource, TableModel, ValuePlan};
 
 /// Metrics a partition updates.
 #[derive(Debug, Clone)]
@@ -81,6 +81,8 @@ enum UnitColumn {
     },
     Value {
         node: Arc<ArrayNode>,
+        /// The table column, whose plan converts the elements.
+        column: usize,
         region: Region,
     },
 }
@@ -284,7 +286,7 @@ impl PartitionScan {
         slot: usize,
         array: &Arc<ArrayNode>,
         dims: &[usize],
-        data_type: &DataType,
+        plan: &ValuePlan,
         region: &[Range<u64>],
         counts: &mut ReadCounts,
     ) -> Result<ArrayRef> {
@@ -294,14 +296,7 @@ impl PartitionScan {
         let extent: Vec<u64> = range.iter().map(|r| r.end - r.start).collect();
         let len = extent.iter().product::<u64>() as usize;
         let locate = |element: usize| locate(array, &unit_coords(&origin, &extent, element));
-        to_arrow(
-            array,
-            r.elements(),
-            0..len,
-            data_type,
-            &self.model.options,
-            &locate,
-        )
+        to_arrow(array, r.elements(), 0..len, plan, &locate)
     }
 
     async fn load_unit(&mut self, id: u64) -> Result<Unit> {
@@ -365,20 +360,13 @@ impl PartitionScan {
                     ColumnSource::Index { dim } => UnitColumn::Index { dim: *dim },
                     ColumnSource::Coordinate { dim, array } => {
                         let values = self
-                            .read_along(
-                                slot,
-                                array,
-                                &[*dim],
-                                &column.data_type,
-                                &region,
-                                &mut counts,
-                            )
+                            .read_along(slot, array, &[*dim], &column.plan, &region, &mut counts)
                             .await?;
                         UnitColumn::Coordinate { dim: *dim, values }
                     }
                     ColumnSource::Broadcast { dims, array } => {
                         let values = self
-                            .read_along(slot, array, dims, &column.data_type, &region, &mut counts)
+                            .read_along(slot, array, dims, &column.plan, &region, &mut counts)
                             .await?;
                         UnitColumn::Broadcast {
                             dims: dims.clone(),
@@ -392,6 +380,7 @@ impl PartitionScan {
                         };
                         UnitColumn::Value {
                             node: array.clone(),
+                            column: ci,
                             region: r,
                         }
                     }
@@ -513,7 +502,11 @@ fn build_batch(
                 take(values.as_ref(), &UInt64Array::from(elements), None)
                     .map_err(|e| repeat_error("repeating values", field, e))?
             }
-            UnitColumn::Value { node, region } => match &unit.selection {
+            UnitColumn::Value {
+                node,
+                column,
+                region,
+            } => match &unit.selection {
                 None => {
                     let locate =
                         |row: usize| locate(node, &unit_coords(&unit.origin, &unit.extent, row));
@@ -521,8 +514,7 @@ fn build_batch(
                         node,
                         region.elements(),
                         positions.clone(),
-                        field.data_type(),
-                        &model.options,
+                        &model.columns[*column].plan,
                         &locate,
                     )?
                 }
@@ -535,8 +527,7 @@ fn build_batch(
                         node,
                         &gathered,
                         0..rows.len(),
-                        field.data_type(),
-                        &model.options,
+                        &model.columns[*column].plan,
                         &locate,
                     )?
                 }

@@ -6,6 +6,7 @@ mod corpus;
 mod differential;
 #[cfg(feature = "ballista")]
 mod distributed;
+mod docs;
 mod export_writer;
 mod fixtures;
 mod fuzz_regressions;

@@ -121,6 +121,8 @@ pub fn same(a: &Value, b: &Value) -> bool {
 pub struct Rng(pub u64);
 
 impl Rng {
+    /// The next number. (An endless generator, not an `Iterator`: tests call it by name.)
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;

@@ -71,8 +71,7 @@ pub(super) async fn prune(
             array,
             region.elements(),
             0..len as usize,
-            &column.data_type,
-            &model.options,
+            &column.plan,
             &|i| (String::from("?"), i as u64),
         )?;
         // A monotonic coordinate answers its comparisons by binary search; the conjuncts
@@ -100,7 +99,7 @@ pub(super) async fn prune(
             Some(expr) => {
                 let schema = Arc::new(Schema::new(vec![Field::new(
                     &column.name,
-                    column.data_type.clone(),
+                    column.plan.data_type.clone(),
                     true,
                 )]));
                 let batch = RecordBatch::try_new(schema.clone(), vec![values.clone()])

@@ -5,5 +5,6 @@ mod cli;
 #[cfg(feature = "ballista")]
 mod cluster;
 mod common;
+mod docs;
 mod export;
 mod remote;
