@@ -1,4 +1,4 @@
-"""polars reads what the package gives: the pyarrow table of a query (the README's
+"""polars reads what the package gives: the pyarrow table of a query (python/README.md's
 `polars.from_arrow`), and a ZarrTable straight through the Arrow PyCapsule stream, with the
 values zarr-python wrote (expected.json)."""
 

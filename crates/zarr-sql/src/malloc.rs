@@ -4,7 +4,7 @@
 //! blocking threads that encode row groups; with many arenas each keeps its own freed pages,
 //! and with glibc's adaptive thresholds a decoded chunk (megabytes) is often unmapped or
 //! trimmed on free, so memory is faulted in again and again. Measured on the
-//! 20-million-string export (benches/README.md): the arena limit about 10% less CPU and
+//! 20-million-string export: the arena limit about 10% less CPU and
 //! 40 MiB less peak RSS; the fixed thresholds a quarter fewer page faults; the scan unchanged.
 
 /// Applies the tuning; a no-op where the C library is not glibc.
