@@ -1,9 +1,9 @@
 //! Parquet export: the options, a temporary file beside the target renamed into place only
 //! when complete (so a failed or cancelled export leaves no partial file and never damages an
-//! existing one), and the writer: our own row-group pipeline with encoders for strings and
-//! numbers ([`write_parquet`]; `writer.rs`, `chunk.rs`, `strings.rs`, `numbers.rs`), or
-//! DataFusion's Parquet sink
-//! where the session must write the file itself, as on a cluster ([`write_parquet_with_sink`]).
+//! existing one), and the writer: the workspace's `parquet-stream-writer` crate (row groups
+//! encoded in parallel, our encoders for strings and numbers; [`write_parquet`]), or
+//! DataFusion's Parquet sink where the session must write the file itself, as on a cluster
+//! ([`write_parquet_with_sink`]).
 //!
 //! ```no_run
 //! # async fn demo() -> datafusion::error::Result<()> {
@@ -22,20 +22,9 @@
 //! ```
 
 mod atomic_target;
-mod chunk;
-mod compress;
 mod copy;
-mod delta_binary_packed;
-mod fixed_dictionary;
-mod hash_prefetch;
-mod numbers;
 mod parquet_export;
 mod parquet_file;
-mod parquet_types;
-mod rle;
-mod strings;
-mod values;
-mod writer;
 
 pub use atomic_target::AtomicTarget;
 pub use copy::{ParquetFormatWithZarrWriter, ParquetFormatWithZarrWriterFactory};

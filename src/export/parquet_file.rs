@@ -12,7 +12,7 @@ use parquet::file::metadata::{KeyValue, SortingColumn};
 use parquet::file::properties::WriterPropertiesBuilder;
 
 use super::atomic_target::AtomicTarget;
-use super::{parquet_types, writer};
+use parquet_stream_writer::{annotatable, write_stream};
 
 /// Parquet's `sorting_columns` for `ordering` over `schema` (flat): what DataFusion's sink
 /// records, so readers know the file's order. `None` when a sort key is not a plain column.
@@ -48,7 +48,7 @@ pub(super) async fn write_stream_to(
     parallelism: usize,
 ) -> Result<u64> {
     let atomic = AtomicTarget::new(target)?;
-    let stream = parquet_types::annotatable(stream);
+    let stream = annotatable(stream);
     if !options.global.skip_arrow_metadata {
         options.arrow_schema(&stream.schema());
     }
@@ -67,7 +67,7 @@ pub(super) async fn write_stream_to(
     let file = std::fs::File::create(atomic.temp_path()).map_err(|e| {
         DataFusionError::Execution(format!("cannot write {}: {e}", target.display()))
     })?;
-    let rows = writer::write_stream(stream, file, target, props, parallelism).await?;
+    let rows = write_stream(stream, file, target, props, parallelism).await?;
     atomic.commit()?;
     Ok(rows)
 }

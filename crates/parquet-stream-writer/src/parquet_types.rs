@@ -14,7 +14,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
 
 /// `stream` with its `Timestamp(Second)` columns in milliseconds (unchanged if it has none).
-pub(super) fn annotatable(stream: SendableRecordBatchStream) -> SendableRecordBatchStream {
+pub fn annotatable(stream: SendableRecordBatchStream) -> SendableRecordBatchStream {
     let schema = stream.schema();
     let Some(target) = target_schema(&schema) else {
         return stream;

@@ -66,7 +66,7 @@ struct RowGroupPlan {
 /// (which carry the footer's key-value metadata and, unless skipped, the Arrow schema),
 /// encoding up to `parallelism` + 1 row groups at once. Returns the number of rows written.
 /// Memory: about `parallelism` + 2 row groups.
-pub(super) async fn write_stream(
+pub async fn write_stream(
     mut stream: SendableRecordBatchStream,
     file: File,
     target: &Path,
