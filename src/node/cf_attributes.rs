@@ -30,8 +30,11 @@ pub struct CfDecoding {
     /// read as `stored`, the type of the same width and the other signedness.
     pub reinterpret: bool,
     /// Values read as NULL (`_FillValue`, `missing_value`), compared after `_Unsigned`; NaN
-    /// matches NaN.
+    /// matches NaN. Floats are compared with these.
     pub missing: Vec<f64>,
+    /// The same values that are integers, exactly: integer arrays are compared with these, in
+    /// their own type as xarray compares them (through `f64`, 2^53 + 1 matched 2^53 too).
+    pub missing_integers: Vec<i128>,
     /// `scale_factor` and `add_offset` (1 and 0 when one is absent), applied in `f64`.
     pub scale: Option<(f64, f64)>,
 }
@@ -110,12 +113,15 @@ pub(super) fn decoding(
     let reinterpret = twin.is_some();
     let read_as = twin.unwrap_or_else(|| stored.clone());
     let mut missing: Vec<f64> = Vec::new();
+    let mut missing_integers: Vec<i128> = Vec::new();
     let fill = v2_fill.or_else(|| attributes.get("_FillValue"));
     for value in fill.into_iter().chain(attributes.get("missing_value")) {
-        match value {
-            Value::Array(values) => missing.extend(values.iter().filter_map(number)),
-            value => missing.extend(number(value)),
-        }
+        let values = match value {
+            Value::Array(values) => values.as_slice(),
+            value => std::slice::from_ref(value),
+        };
+        missing.extend(values.iter().filter_map(number));
+        missing_integers.extend(values.iter().filter_map(integer));
     }
     if reinterpret {
         // xarray casts the fill to the read type: the same bits, so -1 is 255 for int8 read
@@ -126,6 +132,14 @@ pub(super) fn decoding(
                 *m += 2f64.powi(bits);
             } else if read_as.is_signed_integer() && *m >= 2f64.powi(bits - 1) {
                 *m -= 2f64.powi(bits);
+            }
+        }
+        let span = 1i128 << bits;
+        for m in &mut missing_integers {
+            if read_as.is_unsigned_integer() && *m < 0 {
+                *m += span;
+            } else if read_as.is_signed_integer() && *m >= span / 2 {
+                *m -= span;
             }
         }
     }
@@ -152,6 +166,7 @@ pub(super) fn decoding(
         stored: read_as,
         reinterpret,
         missing,
+        missing_integers,
         scale,
     })
 }
@@ -317,6 +332,26 @@ fn number(value: &Value) -> Option<f64> {
     }
 }
 
+/// A number of CF attributes that is an integer, exactly: JSON integers to ±2^64, and floats
+/// (also base64 ones) with no fraction. A JSON integer is not read through `f64`, which holds
+/// integers exactly only to 2^53.
+fn integer(value: &Value) -> Option<i128> {
+    match value {
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => Some(i128::from(i)),
+            (_, Some(u)) => Some(i128::from(u)),
+            _ => n.as_f64().and_then(float_integer),
+        },
+        Value::Bool(b) => Some(i128::from(*b)),
+        other => number(other).and_then(float_integer),
+    }
+}
+
+/// `f` as an integer when it is one (and within ±2^100, beyond every integer type).
+fn float_integer(f: f64) -> Option<i128> {
+    (f.is_finite() && f.fract() == 0.0 && f.abs() < 2f64.powi(100)).then_some(f as i128)
+}
+
 /// Nanoseconds in one of `unit` (CF's and UDUNITS' names xarray reads).
 fn nanoseconds(unit: &str) -> Option<i64> {
     Some(match unit.to_ascii_lowercase().as_str() {
@@ -390,7 +425,7 @@ fn reference_date(text: &str) -> Option<NaiveDateTime> {
     };
     let local = date.and_time(time);
     let offset_minutes = zone_minutes(zone)?;
-    local.checked_sub_signed(chrono::TimeDelta::minutes(offset_minutes))
+    local.checked_sub_signed(chrono::TimeDelta::try_minutes(offset_minutes)?)
 }
 
 /// A zone's offset from UTC in minutes.
@@ -416,14 +451,24 @@ fn zone_minutes(zone: &str) -> Option<i64> {
         ("-", rest) => (-1, rest),
         _ => return None,
     };
-    let (hours, minutes) = match digits.split_once(':') {
-        Some((h, m)) => (h.parse::<i64>().ok()?, m.parse::<i64>().ok()?),
-        None if digits.len() > 2 => (
-            digits[..digits.len() - 2].parse().ok()?,
-            digits[digits.len() - 2..].parse().ok()?,
-        ),
-        None => (digits.parse().ok()?, 0),
+    // Digits only (`+€` and `+１` are no offsets), split as `hh:mm`, `hhmm` or `hh`.
+    let number = |text: &str| -> Option<i64> {
+        let ascii = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+        ascii.then(|| text.parse().ok()).flatten()
     };
+    let (hours, minutes) = match digits.split_once(':') {
+        Some((h, m)) => (number(h)?, number(m)?),
+        None if digits.len() > 2 => {
+            let (h, m) = digits.split_at_checked(digits.len() - 2)?;
+            (number(h)?, number(m)?)
+        }
+        None => (number(digits)?, 0),
+    };
+    // An offset a zone can have: less than a day, as Python's `timezone` (and so pandas, which
+    // xarray reads reference dates with) requires. Beyond it the units are not a date.
+    if hours >= 24 || minutes >= 60 {
+        return None;
+    }
     Some(sign * (hours * 60 + minutes))
 }
 
@@ -435,6 +480,47 @@ mod tests {
 
     fn attrs(value: Value) -> Map<String, Value> {
         value.as_object().unwrap().clone()
+    }
+
+    /// Zones of hostile units are no dates, never a panic: a character of several bytes
+    /// where digits belong (it was sliced mid-character), an offset past any zone (chrono's
+    /// `TimeDelta::minutes` panicked out of range), and one past `i64` when multiplied.
+    #[test]
+    fn hostile_zones_are_not_dates() {
+        for text in [
+            "2000-01-01 00:00:00 +€",
+            "2000-01-01 00:00:00 +1€",
+            "2000-01-01 00:00:00 +€00",
+            "2000-01-01 00:00:00 +9999999999999:00",
+            "2000-01-01 00:00:00 +99999999999999999",
+            "2000-01-01 00:00:00 -9223372036854775807:00",
+            "2000-01-01 00:00:00 +24:00",
+            "2000-01-01 00:00:00 +05:60",
+            "2000-01-01 00:00:00 UTC+€",
+            "2000-01-01 00:00:00 +１",
+        ] {
+            assert_eq!(reference_date(text), None, "{text}");
+        }
+        let attrs = attrs(json!({"units": "days since 2000-01-01 00:00:00 +€"}));
+        assert_eq!(time("days since 2000-01-01 00:00:00 +€", &attrs), None);
+        let far = "days since 2000-01-01 00:00:00 +9999999999999:00";
+        assert_eq!(time(far, &attrs), None);
+        assert_eq!(
+            reference_date("2000-01-01 00:00 +23:59"),
+            NaiveDate::from_ymd_opt(1999, 12, 31).and_then(|d| d.and_hms_opt(0, 1, 0))
+        );
+    }
+
+    #[test]
+    fn integer_fills_are_read_exactly() {
+        let big = attrs(
+            json!({"_FillValue": 9007199254740993u64, "missing_value": [18446744073709551614u64, 2.0, 2.5]}),
+        );
+        let cf = decoding(Some(&ElementKind::Primitive(ArrowType::Int64)), &big, None).unwrap();
+        assert_eq!(
+            cf.missing_integers,
+            vec![9_007_199_254_740_993, 18_446_744_073_709_551_614, 2]
+        );
     }
 
     #[test]

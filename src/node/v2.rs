@@ -87,12 +87,27 @@ fn as_written(
         }
         // NCZarr without xarray's attribute names them in `.zarray` (as paths `/group/dim`),
         // where xarray reads them too.
+        // Of the wrong length, an error as `_ARRAY_DIMENSIONS` is (xarray fails on both).
         None => match nczarr_dimension_names(&zarray) {
             Some(names) if names.len() == shape_len => names.into_iter().map(Some).collect(),
-            _ => vec![None; shape_len],
+            Some(names) => {
+                return Err(ZarrError::metadata(
+                    &display,
+                    format!(
+                        "_NCZARR_ARRAY.dimrefs has {} names for {shape_len} dimensions",
+                        names.len()
+                    ),
+                ));
+            }
+            None => vec![None; shape_len],
         },
     };
-    validate::codec_configurations(&display, zarray.get("filters"), shape_len)?;
+    // The filters and the compressor (zarrs divided by a shuffle's elementsize 0 given as
+    // the compressor: the checks ran on filters only).
+    let filters = zarray.get("filters").and_then(Value::as_array);
+    let compressor = zarray.get("compressor").filter(|c| c.is_object());
+    let codecs = filters.into_iter().flatten().chain(compressor);
+    validate::codec_configurations(&display, codecs, shape_len)?;
     // zarrs is given the storage of a NumPy type it does not read as we map it.
     let fill = zarray.get("fill_value").cloned().unwrap_or(Value::Null);
     let mut for_zarrs = zarray.clone();

@@ -47,7 +47,8 @@ fn as_written(location: &str, path: &str, mut doc: Value, limits: &Limits) -> Re
         .get("shape")
         .and_then(Value::as_array)
         .map_or(0, Vec::len);
-    validate::codec_configurations(&display, doc.get("codecs"), rank)?;
+    let codecs = doc.get("codecs").and_then(Value::as_array);
+    validate::codec_configurations(&display, codecs.into_iter().flatten(), rank)?;
     // zarrs is given the storage of a NumPy type it does not read as we map it.
     let mut for_zarrs = doc.clone();
     let (data_type_name, kind) = match mapped {

@@ -133,14 +133,15 @@ pub(super) fn bytes_endian(display: &str, codecs: Option<&Value>) -> Result<()> 
 /// Codec configurations zarrs refuses with a message that names no rule ("data did not match
 /// any variant of untagged enum …") or reads until a chunk fails: a `transpose` order that is
 /// not a permutation of the array's `rank` dimensions, a shuffle's `elementsize` that is not a
-/// positive integer. `codecs` is a V3 list (`name`, `configuration`, also inside
-/// `sharding_indexed`) or a V2 list of filters (`id` and the configuration beside it).
-pub(super) fn codec_configurations(
+/// positive integer. `codecs` are V3 codecs (`name`, `configuration`, also inside
+/// `sharding_indexed`) or V2 filters and the V2 compressor (`id` and the configuration beside
+/// it): one check wherever a numcodecs configuration appears.
+pub(super) fn codec_configurations<'a>(
     display: &str,
-    codecs: Option<&Value>,
+    codecs: impl IntoIterator<Item = &'a Value>,
     rank: usize,
 ) -> Result<()> {
-    for codec in codecs.and_then(Value::as_array).into_iter().flatten() {
+    for codec in codecs {
         let (name, configuration) = match codec.get("name") {
             Some(name) => (name.as_str(), codec.get("configuration")),
             None => (codec.get("id").and_then(Value::as_str), Some(codec)),
@@ -179,7 +180,10 @@ pub(super) fn codec_configurations(
                 }
                 _ => {}
             },
-            "sharding_indexed" => codec_configurations(display, setting("codecs"), rank)?,
+            "sharding_indexed" => {
+                let inner = setting("codecs").and_then(Value::as_array);
+                codec_configurations(display, inner.into_iter().flatten(), rank)?;
+            }
             _ => {}
         }
     }

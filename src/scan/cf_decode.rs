@@ -8,7 +8,7 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array, make_array};
 use arrow::buffer::{BooleanBuffer, NullBuffer};
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Float64Type, Int64Type};
+use arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
 
 use crate::node::cf_attributes::{CfDecoding, CfKind};
 
@@ -16,6 +16,29 @@ use crate::node::cf_attributes::{CfDecoding, CfKind};
 pub(crate) struct Failure {
     pub(crate) index: Option<usize>,
     pub(crate) message: String,
+}
+
+/// Validity of the integer array `raw`: not NULL in `nulls`, and not one of `missing`,
+/// compared exactly in 64-bit integers of `raw`'s signedness.
+fn integer_validity(
+    raw: &ArrayRef,
+    missing: &[i128],
+    nulls: Option<&NullBuffer>,
+) -> Result<BooleanBuffer, arrow::error::ArrowError> {
+    let valid = |i: usize| nulls.is_none_or(|n| n.is_valid(i));
+    Ok(if raw.data_type().is_unsigned_integer() {
+        let values = cast(raw, &DataType::UInt64)?;
+        let values = values.as_primitive::<UInt64Type>().values();
+        BooleanBuffer::collect_bool(raw.len(), |i| {
+            valid(i) && !missing.contains(&i128::from(values[i]))
+        })
+    } else {
+        let values = cast(raw, &DataType::Int64)?;
+        let values = values.as_primitive::<Int64Type>().values();
+        BooleanBuffer::collect_bool(raw.len(), |i| {
+            valid(i) && !missing.contains(&i128::from(values[i]))
+        })
+    })
 }
 
 /// `raw` (the stored numbers) decoded by `cf` into `cf.arrow_type()`, in xarray's order:
@@ -46,6 +69,10 @@ pub(crate) fn decode(raw: &ArrayRef, cf: &CfDecoding) -> Result<ArrayRef, Failur
     let valid = match (nulls, cf.missing.is_empty()) {
         (Some(nulls), true) => nulls.inner().clone(),
         (None, true) => BooleanBuffer::new_set(raw.len()),
+        // Integers compared as integers: through f64 a fill of 2^53 + 1 masked 2^53 too.
+        _ if raw.data_type().is_integer() => {
+            integer_validity(&raw, &cf.missing_integers, nulls).map_err(failure)?
+        }
         _ => BooleanBuffer::collect_bool(raw.len(), |i| {
             let v = stored[i];
             nulls.is_none_or(|n| n.is_valid(i))
@@ -159,8 +186,20 @@ mod tests {
             stored,
             reinterpret: false,
             missing: vec![],
+            missing_integers: vec![],
             scale: None,
         }
+    }
+
+    /// `values` as the missing values of `cf`, for floats and (those that are integers) for
+    /// integers, as the attributes' reading sets both.
+    fn set_missing(cf: &mut CfDecoding, values: Vec<f64>) {
+        cf.missing_integers = values
+            .iter()
+            .filter(|v| v.fract() == 0.0)
+            .map(|&v| v as i128)
+            .collect();
+        cf.missing = values;
     }
 
     fn decoded(raw: ArrayRef, cf: &CfDecoding) -> ArrayRef {
@@ -176,7 +215,7 @@ mod tests {
     #[test]
     fn times() {
         let mut hours = cf(HOURS_FROM_DAY_1, DataType::Int16);
-        hours.missing = vec![-999.0];
+        set_missing(&mut hours, vec![-999.0]);
         let out = decoded(Arc::new(Int16Array::from(vec![0, -24, 1, -999])), &hours);
         assert_eq!(
             out.data_type(),
@@ -237,8 +276,31 @@ mod tests {
             e.message
         );
         big.missing = vec![u64::MAX as f64];
+        big.missing_integers = vec![i128::from(u64::MAX)];
         let out = decoded(Arc::new(UInt64Array::from(vec![1, u64::MAX])), &big);
         assert!(out.is_valid(0) && out.is_null(1));
+    }
+
+    /// Integer fills are compared as integers, as xarray compares them: through `f64`, a fill
+    /// of 2^53 + 1 masked its neighbour 2^53 (and a uint64 fill its neighbours near 2^64).
+    #[test]
+    fn integer_fills_mask_only_themselves() {
+        let mut signed = cf(CfKind::Masked, DataType::Int64);
+        let fill = (1i64 << 53) + 1;
+        signed.missing = vec![fill as f64];
+        signed.missing_integers = vec![i128::from(fill)];
+        let values = vec![1i64 << 53, fill, fill + 1, -fill];
+        let out = decoded(Arc::new(arrow::array::Int64Array::from(values)), &signed);
+        let valid: Vec<bool> = (0..4).map(|i| out.is_valid(i)).collect();
+        assert_eq!(valid, [true, false, true, true]);
+
+        let mut unsigned = cf(CfKind::Masked, DataType::UInt64);
+        unsigned.missing = vec![(u64::MAX - 1) as f64];
+        unsigned.missing_integers = vec![i128::from(u64::MAX - 1)];
+        let values = vec![u64::MAX, u64::MAX - 1, u64::MAX - 2, u64::MAX - 1024];
+        let out = decoded(Arc::new(UInt64Array::from(values)), &unsigned);
+        let valid: Vec<bool> = (0..4).map(|i| out.is_valid(i)).collect();
+        assert_eq!(valid, [true, false, true, true]);
     }
 
     #[test]
@@ -257,7 +319,7 @@ mod tests {
 
         let mut packed = cf(CfKind::Scaled, DataType::Int16);
         packed.scale = Some((0.1, 273.15));
-        packed.missing = vec![-32767.0];
+        set_missing(&mut packed, vec![-32767.0]);
         let out = decoded(Arc::new(Int16Array::from(vec![0, 15, -32767])), &packed);
         let out = out.as_primitive::<Float64Type>();
         assert_eq!(out.value(0), 273.15);
@@ -268,7 +330,7 @@ mod tests {
         let mut unsigned = cf(CfKind::Scaled, DataType::UInt8);
         unsigned.reinterpret = true;
         unsigned.scale = Some((0.5, 0.0));
-        unsigned.missing = vec![255.0];
+        set_missing(&mut unsigned, vec![255.0]);
         let out = decoded(Arc::new(Int8Array::from(vec![0, -1, -2, 5])), &unsigned);
         let out = out.as_primitive::<Float64Type>();
         assert_eq!(
@@ -284,7 +346,7 @@ mod tests {
 
         // A NaN _FillValue makes NaN NULL; the type stays.
         let mut masked = cf(CfKind::Masked, DataType::Float32);
-        masked.missing = vec![f64::NAN, -9999.0];
+        set_missing(&mut masked, vec![f64::NAN, -9999.0]);
         let out = decoded(
             Arc::new(Float32Array::from(vec![1.5, f32::NAN, -9999.0])),
             &masked,

@@ -93,8 +93,8 @@ pub(crate) async fn fetch_whole_chunks(
     wanted: &[(&ArrayNode, &[Vec<u64>])],
     limits: &Limits,
 ) -> Result<(Vec<WholeChunks>, Option<Duration>)> {
-    // Per request, its keys, or why none is fetched.
-    let planned: Vec<Result<Vec<String>>> = wanted
+    // Per request, its keys (`None`: no object can hold the chunk), or why none is fetched.
+    let planned: Vec<Result<Vec<Option<String>>>> = wanted
         .iter()
         .map(|(node, chunks)| {
             if node.inner.is_some() {
@@ -108,12 +108,18 @@ pub(crate) async fn fetch_whole_chunks(
                 .map(|indices| {
                     // The declared size is checked before anything is fetched.
                     check_declared(node, indices, limits)?;
-                    Ok(chunk_key(node, indices)?.0)
+                    Ok(stored_key(node, indices)?)
                 })
                 .collect()
         })
         .collect();
-    let keys: Vec<String> = planned.iter().flatten().flatten().cloned().collect();
+    let keys: Vec<String> = planned
+        .iter()
+        .flatten()
+        .flatten()
+        .flatten()
+        .cloned()
+        .collect();
     let many = store.get_many(keys, limits.chunk).await?;
     let mut fetched = many.objects.into_iter();
     let mut results = Vec::with_capacity(wanted.len());
@@ -128,7 +134,14 @@ pub(crate) async fn fetch_whole_chunks(
         let mut objects = Objects::with_capacity(chunks.len());
         let mut counts = ReadCounts::default();
         let mut error = None;
-        for (indices, object) in chunks.iter().zip(fetched.by_ref().take(keys.len())) {
+        for (indices, key) in chunks.iter().zip(&keys) {
+            let object = match key {
+                Some(_) => match fetched.next() {
+                    Some(object) => object,
+                    None => Err(ZarrError::internal("fewer objects fetched than asked for")),
+                },
+                None => Ok(None),
+            };
             match object {
                 Ok(object) => {
                     match &object {
@@ -290,6 +303,25 @@ pub(crate) fn chunk_key(node: &ArrayNode, indices: &[u64]) -> Result<(String, St
         _ => full.clone(),
     };
     Ok((full, relative))
+}
+
+/// The key of the object holding the chunk at `indices`, or `None` when no object can: a
+/// netCDF character array of no characters has no chunks along its string length, so the key
+/// its joined array would read is outside its chunk grid (and an object there, were one
+/// stored, is no part of the array). No key outside the grid it belongs to is read.
+fn stored_key(node: &ArrayNode, indices: &[u64]) -> Result<Option<String>> {
+    let (grid, at) = match &node.chunk_keys_of {
+        Some(characters) => (
+            characters.chunk_grid_shape().to_vec(),
+            [indices, &[0]].concat(),
+        ),
+        None => (node.zarrs()?.chunk_grid_shape().to_vec(), indices.to_vec()),
+    };
+    let inside = grid.len() == at.len() && at.iter().zip(&grid).all(|(i, n)| i < n);
+    Ok(inside
+        .then(|| chunk_key(node, indices))
+        .transpose()?
+        .map(|(key, _)| key))
 }
 
 /// Checks the declared decoded size of the chunk at `indices` against the table's limit,

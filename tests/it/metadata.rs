@@ -906,6 +906,10 @@ async fn character_arrays_of_no_characters_are_empty_strings() {
     std::fs::write(dir.path().join(".zarray"), zarray.to_string()).unwrap();
     let zattrs = json!({"_ARRAY_DIMENSIONS": ["x", "strlen"], "_Encoding": "utf-8"});
     std::fs::write(dir.path().join(".zattrs"), zattrs.to_string()).unwrap();
+    // Objects where the joined strings' keys would be, outside the grid (a dimension of length
+    // 0 has no chunks): never read (they were, as the strings "ab").
+    std::fs::write(dir.path().join("0.0"), b"ab").unwrap();
+    std::fs::write(dir.path().join("1.0"), b"ab").unwrap();
     let sql = format!(
         "SELECT value FROM read_zarr('{}') ORDER BY x",
         dir.path().display()
@@ -926,10 +930,50 @@ async fn character_arrays_of_no_characters_are_empty_strings() {
     array["data_type"] =
         json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 1}});
     write_node(dir.path(), "", &array);
+    std::fs::create_dir_all(dir.path().join("c/0")).unwrap();
+    std::fs::write(dir.path().join("c/0/0"), b"ab").unwrap();
     let sql = format!(
         "SELECT encode(value, 'hex') AS v FROM read_zarr('{}') ORDER BY x",
         dir.path().display()
     );
     let batches = query(&context(), &sql).await.unwrap();
     assert_eq!(to_json(column(&batches, "v").as_ref()), vec![json!(""); 2]);
+}
+
+/// One check for every numcodecs configuration, wherever it appears: a V2 `compressor` of
+/// `shuffle` with `elementsize` 0 divided by zero in zarrs (only `filters` were checked).
+#[tokio::test]
+async fn a_v2_compressor_is_checked_as_filters_are() {
+    for (compressor, filters) in [
+        (json!({"id": "shuffle", "elementsize": 0}), json!(null)),
+        (json!(null), json!([{"id": "shuffle", "elementsize": 0}])),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let zarray = json!({"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": "<i4",
+                            "compressor": compressor, "fill_value": 0, "order": "C",
+                            "filters": filters});
+        std::fs::write(dir.path().join(".zarray"), zarray.to_string()).unwrap();
+        std::fs::write(dir.path().join("0"), [0u8; 16]).unwrap();
+        let e = open_error(&dir).await;
+        assert!(
+            e.contains("shuffle elementsize 0 is not a positive integer"),
+            "{e}"
+        );
+    }
+}
+
+/// NCZarr's `dimrefs` of the wrong length are an error, as `_ARRAY_DIMENSIONS` of the wrong
+/// length is (they were dropped, and a character array read one byte per row).
+#[tokio::test]
+async fn nczarr_dimrefs_of_the_wrong_length_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let zarray = json!({"zarr_format": 2, "shape": [2, 3], "chunks": [2, 3], "dtype": "|S1",
+                        "compressor": null, "fill_value": null, "order": "C", "filters": null,
+                        "_NCZARR_ARRAY": {"dimrefs": ["/station"], "storage": "chunked"}});
+    std::fs::write(dir.path().join(".zarray"), zarray.to_string()).unwrap();
+    let e = open_error(&dir).await;
+    assert!(
+        e.contains("_NCZARR_ARRAY.dimrefs has 1 names for 2 dimensions"),
+        "{e}"
+    );
 }
