@@ -16,7 +16,8 @@
 //!   `f32` scale and offset read values off what zarr-python reads;
 //! - [`checksum`] adds numcodecs' crc32, adler32, fletcher32, crc32c and jenkins_lookup3
 //!   checksums, each placed where numcodecs puts it and verified;
-//! - [`shard_index`] checks a shard's index (checksum, bounds, overlap) before zarrs reads it.
+//! - [`shard_index`] checks a shard's index (checksum, bounds, overlap) before zarrs reads it;
+//! - [`vlen_framing`] checks a variable-length chunk's item lengths before zarrs decodes it.
 
 mod astype;
 mod bitround;
@@ -31,6 +32,7 @@ mod packbits;
 mod pcodec;
 mod plugin;
 pub(crate) mod shard_index;
+pub(crate) mod vlen_framing;
 
 use std::sync::Once;
 

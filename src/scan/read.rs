@@ -12,9 +12,11 @@ use std::num::NonZeroU64;
 use std::ops::Range;
 use std::sync::Arc;
 
-use zarrs::array::{ArrayBytes, ArrayToBytesCodecTraits, CodecChain};
+use zarrs::array::{
+    ArrayBytes, ArrayBytesRaw, ArrayToBytesCodecTraits, BytesRepresentation, CodecChain, CodecError,
+};
 
-use crate::codecs::decode_options;
+use crate::codecs::{decode_options, vlen_framing};
 use crate::error::{Result, ZarrError};
 use crate::limits::{Limit, Limits};
 use crate::node::ArrayNode;
@@ -222,6 +224,9 @@ impl<'a> ChunkToDecode<'a> {
                 let decoded = self
                     .limit
                     .decode_within(|| {
+                        if vlen_framing::is_vlen_v2(codecs.array_to_bytes_codec().as_ref()) {
+                            return self.decode_variable(codecs, encoded);
+                        }
                         codecs.decode(
                             Cow::Borrowed(encoded),
                             &self.shape,
@@ -246,6 +251,48 @@ impl<'a> ChunkToDecode<'a> {
             }
         };
         into_elements(decoded, self.node, self.num_elements).map_err(|e| self.error(e))
+    }
+}
+
+impl ChunkToDecode<'_> {
+    /// Decodes a chunk of numcodecs' variable-length framing: its bytes-to-bytes codecs
+    /// (compressors) first, then the framing checked ([`vlen_framing::check`]), then zarrs'
+    /// variable-length codec and any array-to-array codec.
+    fn decode_variable<'a>(
+        &self,
+        codecs: &CodecChain,
+        encoded: &'a [u8],
+    ) -> std::result::Result<ArrayBytes<'a>, CodecError> {
+        let array = self
+            .node
+            .zarrs()
+            .map_err(|e| CodecError::Other(e.to_string()))?;
+        let options = decode_options();
+        // A variable-length codec's output has no size known in advance, nor do the
+        // compressors' after it: each decodes within the table's chunk limit.
+        let mut bytes: ArrayBytesRaw<'a> = Cow::Borrowed(encoded);
+        for codec in codecs.bytes_to_bytes_codecs().iter().rev() {
+            bytes = codec.decode(bytes, &BytesRepresentation::UnboundedSize, &options)?;
+        }
+        vlen_framing::check(&bytes, self.num_elements).map_err(CodecError::Other)?;
+        if codecs.array_to_array_codecs().is_empty() {
+            return codecs.array_to_bytes_codec().decode(
+                bytes,
+                &self.shape,
+                array.data_type(),
+                array.fill_value(),
+                &options,
+            );
+        }
+        // Checked; an array-to-array codec (rare with strings) needs the chain's own
+        // representations, so the chain decodes the chunk again.
+        codecs.decode(
+            Cow::Borrowed(encoded),
+            &self.shape,
+            array.data_type(),
+            array.fill_value(),
+            &options,
+        )
     }
 }
 

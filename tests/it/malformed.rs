@@ -271,3 +271,63 @@ async fn a_broken_chunk_fails_only_the_scans_that_reach_it() {
     assert!(e.contains("c/5"), "{e}");
     assert!(e.contains("is a directory where a chunk"), "{e}");
 }
+
+/// Variable-length chunks (V3 `string` and `variable_length_bytes`, V2 `vlen-utf8` and
+/// `vlen-bytes`) whose item lengths run past the end of the chunk: an error naming the chunk
+/// and the item. zarrs sliced past the end and panicked, ending the process.
+#[tokio::test]
+async fn variable_length_items_past_the_chunk_are_errors() {
+    // Two items: "ab", then one that claims 1000 bytes where 2 are.
+    let mut chunk = 2u32.to_le_bytes().to_vec();
+    for (length, item) in [(2u32, b"ab"), (1000, b"cd")] {
+        chunk.extend(length.to_le_bytes());
+        chunk.extend(item);
+    }
+    let v3 = |data_type: &str, codec: &str, fill: serde_json::Value| {
+        serde_json::json!({"zarr_format": 3, "node_type": "array", "shape": [2],
+            "data_type": data_type, "fill_value": fill,
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "codecs": [{"name": codec, "configuration": {}}, {"name": "zstd",
+                        "configuration": {"level": 0, "checksum": false}}]})
+    };
+    let v2 = |filter: &str| {
+        serde_json::json!({"zarr_format": 2, "shape": [2], "chunks": [2], "dtype": "|O",
+            "compressor": null, "fill_value": null, "order": "C",
+            "filters": [{"id": filter}]})
+    };
+    let compressed = zstd::encode_all(chunk.as_slice(), 0).unwrap();
+    let cases = [
+        (
+            "zarr.json",
+            v3("string", "vlen-utf8", serde_json::json!("")),
+            "c/0",
+            &compressed,
+        ),
+        (
+            "zarr.json",
+            v3("variable_length_bytes", "vlen-bytes", serde_json::json!("")),
+            "c/0",
+            &compressed,
+        ),
+        (".zarray", v2("vlen-utf8"), "0", &chunk),
+        (".zarray", v2("vlen-bytes"), "0", &chunk),
+    ];
+    for (document, metadata, key, bytes) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(document), metadata.to_string()).unwrap();
+        let path = dir.path().join(key);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, bytes).unwrap();
+        let e = error_of(&format!(
+            "SELECT * FROM read_zarr('{}')",
+            dir.path().display()
+        ))
+        .await;
+        assert!(e.contains(&format!("chunk {key}")), "{metadata}: {e}");
+        assert!(
+            e.contains("item 1 of 1000 bytes runs past the end of the chunk (16 bytes)"),
+            "{metadata}: {e}"
+        );
+    }
+}
