@@ -22,8 +22,11 @@ pub(super) fn register() {
 #[derive(Debug)]
 struct Categorize {
     configuration: Configuration,
-    /// Each label as the array stores it: `width` bytes of UTF-32 code units.
-    labels: Vec<Vec<u8>>,
+    /// The labels' UTF-32 code units, each at its own length (padded only as it is written
+    /// out: a million short labels of a `<U300` dtype took 1.7 GB padded to the width).
+    labels: Vec<u8>,
+    /// Where each label ends in `labels`.
+    label_ends: Vec<usize>,
     /// Bytes per decoded element.
     width: usize,
     /// Bytes per code, and their byte order.
@@ -47,38 +50,47 @@ impl Categorize {
         let (code_width, code_big_endian) = plugin::dtype(astype)
             .filter(|_| !astype.contains('U'))
             .ok_or_else(|| unsupported("codes must be integers"))?;
-        let labels = configuration
+        let listed = configuration
             .get("labels")
             .and_then(Value::as_array)
-            .ok_or_else(|| unsupported("labels must be a list of strings"))?
-            .iter()
-            .map(|label| {
-                let label = label
-                    .as_str()
-                    .ok_or_else(|| unsupported("labels must be strings"))?;
-                let mut bytes: Vec<u8> = label
-                    .chars()
-                    .flat_map(|c| match big_endian {
-                        true => (c as u32).to_be_bytes(),
-                        false => (c as u32).to_le_bytes(),
-                    })
-                    .collect();
-                if bytes.len() > width {
-                    return Err(unsupported(&format!(
-                        "label {label:?} is longer than the dtype holds"
-                    )));
-                }
-                bytes.resize(width, 0);
-                Ok(bytes)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+            .ok_or_else(|| unsupported("labels must be a list of strings"))?;
+        let mut labels = Vec::new();
+        let mut label_ends = Vec::with_capacity(listed.len());
+        for label in listed {
+            let label = label
+                .as_str()
+                .ok_or_else(|| unsupported("labels must be strings"))?;
+            let start = labels.len();
+            labels.extend(label.chars().flat_map(|c| match big_endian {
+                true => (c as u32).to_be_bytes(),
+                false => (c as u32).to_le_bytes(),
+            }));
+            if labels.len() - start > width {
+                return Err(unsupported(&format!(
+                    "label {label:?} is longer than the dtype holds"
+                )));
+            }
+            label_ends.push(labels.len());
+        }
         Ok(Self {
             configuration,
             labels,
+            label_ends,
             width,
             code_width,
             code_big_endian,
         })
+    }
+}
+
+impl Categorize {
+    /// Label `i`'s code units, unpadded (at most `width` bytes, checked when read).
+    fn label(&self, i: usize) -> Option<&[u8]> {
+        let start = match i.checked_sub(1) {
+            Some(before) => *self.label_ends.get(before)?,
+            None => 0,
+        };
+        self.labels.get(start..*self.label_ends.get(i)?)
     }
 }
 
@@ -109,16 +121,15 @@ impl NumcodecsDecoder for Categorize {
             match code {
                 0 => out.resize(out.len() + self.width, 0),
                 k => {
-                    let label = usize::try_from(k - 1)
-                        .ok()
-                        .and_then(|i| self.labels.get(i))
-                        .ok_or_else(|| {
-                            CodecError::Other(format!(
-                                "categorize code {k} names no label (there are {})",
-                                self.labels.len()
-                            ))
-                        })?;
+                    let label = usize::try_from(k - 1).ok().and_then(|i| self.label(i));
+                    let label = label.ok_or_else(|| {
+                        CodecError::Other(format!(
+                            "categorize code {k} names no label (there are {})",
+                            self.label_ends.len()
+                        ))
+                    })?;
                     out.extend_from_slice(label);
+                    out.resize(out.len() + self.width.saturating_sub(label.len()), 0);
                 }
             }
         }

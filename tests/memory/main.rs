@@ -1,7 +1,9 @@
-//! The memory bounds, in a binary of their own: its global allocator counts every byte the
-//! process holds, so each test takes `counting_alloc::alone()` and nothing else runs beside it.
+//! The memory bounds (decompression bombs, hostile sizes in metadata, codecs' configurations),
+//! in a binary of their own: its global allocator counts every byte the process holds, so each
+//! test takes `counting_alloc::alone()` and nothing else runs beside it.
 
 mod bombs;
+mod codecs;
 mod metadata_edges;
 
 #[global_allocator]
