@@ -55,6 +55,7 @@ impl AtomicTarget {
             .extension()
             .map_or("parquet".to_string(), |e| e.to_string_lossy().to_string());
         let temp = dir.join(format!(".{name}.{}-{nanos}.tmp.{ext}", std::process::id()));
+        remove_orphans(&dir, &name);
         Ok(Self {
             target: target.to_path_buf(),
             temp,
@@ -107,4 +108,40 @@ impl Drop for AtomicTarget {
             self.clean_up();
         }
     }
+}
+
+/// Removes the temporaries an earlier export to `name` in `dir` left when its process was
+/// killed (`SIGKILL`, an OOM kill, a power loss: no drop ran), and their `#N` part files: the
+/// hidden `.{name}.{pid}-{n}.tmp.{ext}` whose process is gone. A temporary of a running
+/// process (another export to the same target) is left alone. Best effort: what cannot be
+/// listed or removed stays, and the export goes on.
+fn remove_orphans(dir: &Path, name: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!(".{name}.");
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(rest) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
+            continue;
+        };
+        // `{pid}-{n}.tmp.{ext}`, or a part file `…#N`.
+        let Some((pid, after)) = rest.split_once('-') else {
+            continue;
+        };
+        let is_temp = after
+            .split_once(".tmp.")
+            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if is_temp && pid.parse::<u32>().is_ok_and(process_is_gone) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Whether no process `pid` runs (on Linux, by `/proc`; elsewhere none is assumed gone).
+fn process_is_gone(pid: u32) -> bool {
+    cfg!(target_os = "linux")
+        && pid != std::process::id()
+        && Path::new("/proc").is_dir()
+        && !Path::new("/proc").join(pid.to_string()).exists()
 }

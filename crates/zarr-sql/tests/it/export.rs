@@ -504,3 +504,51 @@ fn missing_parent_directories_are_created() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(parquet_rows(&out), 8);
 }
+
+/// What an export killed outright (SIGKILL, an OOM kill) leaves, its hidden temporary and its
+/// part files, the next export to the same target removes; a temporary of a running process
+/// (another export) stays. A real `SIGKILL` of a running export, then the orphans of a process
+/// that has exited.
+#[test]
+fn the_next_export_removes_what_a_killed_one_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.parquet");
+    let store = corpus_store("17_large_200k_zstd");
+    // Kill an export once its temporary exists (or give up after a bounded wait).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zarr-sql"))
+        .args(["export", &store, out.to_str().unwrap(), "-q", "-p", "1"])
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while leftovers(dir.path(), &[]).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Orphans of a process that has ended, as a kill leaves them.
+    let mut ended = Command::new("true").spawn().unwrap();
+    let gone = ended.id();
+    ended.wait().unwrap();
+    let orphans = [
+        format!(".out.parquet.{gone}-123.tmp.parquet"),
+        format!(".out.parquet.{gone}-123.tmp.parquet#1"),
+    ];
+    for orphan in &orphans {
+        std::fs::write(dir.path().join(orphan), b"partial").unwrap();
+    }
+    // A running process's temporary (this test's own) and an unrelated hidden file stay.
+    let running = format!(".out.parquet.{}-7.tmp.parquet", std::process::id());
+    std::fs::write(dir.path().join(&running), b"in progress").unwrap();
+    std::fs::write(dir.path().join(".out.parquet.notes"), b"mine").unwrap();
+
+    let o = zarr_sql(&["export", &store, out.to_str().unwrap(), "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(parquet_rows(&out), 200_000);
+    let mut left = leftovers(dir.path(), &["out.parquet"]);
+    left.sort();
+    assert_eq!(left, [running, ".out.parquet.notes".to_string()]);
+}
