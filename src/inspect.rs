@@ -30,7 +30,7 @@ use crate::table::TableModel;
 /// ```
 pub async fn inspect(runtime: &RuntimeEnv, location: &str, options: &ZarrOptions) -> Result<Value> {
     let store = ZarrStore::open(runtime, location, &options.storage)?;
-    let root = open_node(&store, &options.path, &Limits::of(options)).await?;
+    let root = open_node(&store, &options.path, &Limits::of(options), None).await?;
     let mut tree = describe(&store, root, options).await?;
     tree["store"] = json!(store.display_location());
     Ok(tree)
@@ -64,7 +64,7 @@ async fn describe(store: &ZarrStore, node: Node, options: &ZarrOptions) -> Resul
                 child_options.path = join_key(&group.path, name);
                 child_options.arrays = None;
                 let limits = Limits::of(&child_options);
-                let child = open_node(store, &child_options.path, &limits).await?;
+                let child = open_node(store, &child_options.path, &limits, None).await?;
                 children.push(Box::pin(describe(store, child, &child_options)).await?);
             }
             Ok(json!({

@@ -275,25 +275,77 @@ pub(crate) fn build_store(url: &Url, options: &StorageOptions) -> Result<Arc<dyn
         }
         #[cfg(feature = "http")]
         "http" | "https" => {
-            use object_store::ClientOptions;
-            use object_store::http::HttpBuilder;
-            let mut client = ClientOptions::new().with_allow_http(url.scheme() == "http");
-            for (key, value) in options.under("http.") {
-                let key: ClientConfigKey = key.parse().map_err(failed)?;
-                client = client.with_config(key, value);
-            }
-            let origin = url.origin().ascii_serialization();
-            let builder = HttpBuilder::new()
-                .with_url(origin)
-                .with_client_options(client)
-                .with_retry(retry);
-            Ok(Arc::new(builder.build().map_err(failed)?))
+            http_store(&url.origin().ascii_serialization(), url, options, retry).map_err(failed)
         }
         scheme => Err(ZarrError::Location(format!(
             "'{shown}': no object store for the scheme '{scheme}'; this build reads {}",
             supported_schemes().join(", ")
         ))),
     }
+}
+
+/// An HTTP store whose requests go to `base` and below, with `options`' client settings.
+#[cfg(feature = "http")]
+fn http_store(
+    base: &str,
+    url: &Url,
+    options: &StorageOptions,
+    retry: object_store::RetryConfig,
+) -> std::result::Result<Arc<dyn ObjectStore>, object_store::Error> {
+    use object_store::ClientOptions;
+    use object_store::http::HttpBuilder;
+    let mut client = ClientOptions::new().with_allow_http(url.scheme() == "http");
+    for (key, value) in options.under("http.") {
+        let key: ClientConfigKey = key.parse()?;
+        client = client.with_config(key, value);
+    }
+    let builder = HttpBuilder::new()
+        .with_url(base)
+        .with_client_options(client)
+        .with_retry(retry);
+    Ok(Arc::new(builder.build()?))
+}
+
+/// The HTML index page an HTTP server serves for the directory `directory` (its URL ends in
+/// `/`; a redirect is followed), at most `limit` bytes; `None` when there is none (an error
+/// status, a page past the limit, a failed request). object_store's HTTP client cannot read
+/// it: it follows no redirect and wants a Content-Length the page is sent without.
+#[cfg(feature = "http")]
+pub(crate) async fn http_directory_index(
+    directory: &Url,
+    options: &StorageOptions,
+    limit: u64,
+) -> Option<Vec<u8>> {
+    let insecure = options
+        .get("http.allow_invalid_certificates")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(30))
+        .danger_accept_invalid_certs(insecure)
+        .build()
+        .ok()?;
+    let mut response = client.get(directory.as_str()).send().await.ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    let mut page = Vec::new();
+    while let Some(piece) = response.chunk().await.ok()? {
+        page.extend_from_slice(&piece);
+        if page.len() as u64 > limit {
+            return None;
+        }
+    }
+    Some(page)
+}
+
+/// A build without the `http` feature has no HTTP stores, so no directory to index.
+#[cfg(not(feature = "http"))]
+pub(crate) async fn http_directory_index(
+    _directory: &Url,
+    _options: &StorageOptions,
+    _limit: u64,
+) -> Option<Vec<u8>> {
+    None
 }
 
 /// Options for another kind of store than `url`'s are refused: `gcp.*` on an `s3://` location

@@ -61,7 +61,13 @@ impl ZarrTable {
     /// whose object store is registered in `runtime`).
     pub async fn open(runtime: &RuntimeEnv, location: &str, options: ZarrOptions) -> Result<Self> {
         let store = ZarrStore::open(runtime, location, &options.storage)?;
-        let node = open_node(&store, &options.path, &Limits::of(&options)).await?;
+        let node = open_node(
+            &store,
+            &options.path,
+            &Limits::of(&options),
+            options.arrays.as_deref(),
+        )
+        .await?;
         let model = TableModel::new(store, node, options)?;
         Ok(Self {
             model: Arc::new(model),

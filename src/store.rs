@@ -266,6 +266,39 @@ impl ZarrStore {
         }
     }
 
+    fn is_http(&self) -> bool {
+        matches!(self.url.scheme(), "http" | "https")
+    }
+
+    /// The children of `prefix` from the HTML directory index an HTTP server serves for it
+    /// (nginx's `autoindex`, Apache's, Python's `http.server`): the links to subdirectories.
+    /// Without one, an error that says how to read the group without a listing.
+    async fn list_by_index(&self, prefix: &str, limit: Limit) -> Result<Vec<String>> {
+        let unlisted = || ZarrError::Store {
+            location: format!("{}/{}", self.display_location(), prefix),
+            message: "the group has no consolidated metadata and the HTTP server cannot list it \
+                      (it answers WebDAV PROPFIND with 405 or 501 and serves no directory \
+                      index); name the arrays with the option 'arrays', or consolidate the \
+                      group's metadata (zarr.consolidate_metadata)"
+                .into(),
+        };
+        // The directory's URL with its trailing slash, read within the metadata limit.
+        let directory = self.key_path(prefix)?;
+        let mut url = self.url.clone();
+        url.set_path(&format!("/{directory}/"));
+        url.set_query(None);
+        let index = crate::object_stores::http_directory_index(&url, &self.storage, limit.bytes);
+        let Some(page) = index.await else {
+            return Err(unlisted());
+        };
+        let html = std::str::from_utf8(&page).map_err(|_| unlisted())?;
+        let names = index_links(html);
+        if names.is_empty() && !html.to_ascii_lowercase().contains("<a ") {
+            return Err(unlisted());
+        }
+        Ok(names)
+    }
+
     fn no_suffix_ranges(&self) -> bool {
         matches!(self.url.scheme(), "az" | "abfs" | "abfss" | "azure" | "adl")
     }
@@ -321,13 +354,17 @@ impl ZarrStore {
     }
 
     /// Names of the direct children (sub-directories) of `prefix`, sorted.
-    pub(crate) async fn list_children(&self, prefix: &str) -> Result<Vec<String>> {
+    pub(crate) async fn list_children(&self, prefix: &str, limit: Limit) -> Result<Vec<String>> {
         let path = self.key_path(prefix)?;
-        let listing = self
-            .store
-            .list_with_delimiter(Some(&path))
-            .await
-            .map_err(|source| self.store_error(prefix, &source))?;
+        let listing = match self.store.list_with_delimiter(Some(&path)).await {
+            Ok(listing) => listing,
+            // A plain HTTP server (nginx, Apache, Python's http.server without WebDAV) refuses
+            // PROPFIND: its directory index page lists, as fsspec's HTTP filesystem reads it.
+            Err(source) if self.is_http() && refuses_method(&source) => {
+                return self.list_by_index(prefix, limit).await;
+            }
+            Err(source) => return Err(self.store_error(prefix, &source)),
+        };
         let mut names: Vec<String> = listing
             .common_prefixes
             .iter()
@@ -336,6 +373,45 @@ impl ZarrStore {
         names.sort();
         Ok(names)
     }
+}
+
+/// Whether an HTTP server refused the request's method (405 Method Not Allowed, 501 Not
+/// Implemented): object_store reports the status only in its message.
+fn refuses_method(error: &object_store::Error) -> bool {
+    let text = error.to_string();
+    ["405", "501", "Method Not Allowed", "Not Implemented"]
+        .iter()
+        .any(|s| text.contains(s))
+}
+
+/// The subdirectories a directory index links to, in order, decoded: each `href="name/"` of
+/// one path segment (not a parent, sort or absolute link), as nginx, Apache and Python's
+/// `http.server` write them.
+fn index_links(html: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for piece in html.split("href=").skip(1) {
+        let Some(quote) = piece.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+            continue;
+        };
+        let Some(target) = piece.get(1..).and_then(|rest| rest.split(quote).next()) else {
+            continue;
+        };
+        let Some(dir) = target.strip_suffix('/') else {
+            continue;
+        };
+        let name = percent_encoding::percent_decode_str(dir).decode_utf8_lossy();
+        let plain = !name.is_empty()
+            && !name.contains('/')
+            && !name.starts_with('?')
+            && !name.starts_with('#')
+            && name != "."
+            && name != "..";
+        if plain && !names.iter().any(|n| n == name.as_ref()) {
+            names.push(name.into_owned());
+        }
+    }
+    names.sort();
+    names
 }
 
 /// A directory in a store where an object should be: a broken store, not a missing chunk.
@@ -543,5 +619,23 @@ mod tests {
         assert_eq!(normalize_node_path("/a//b/./c/").unwrap(), "a/b/c");
         assert_eq!(normalize_node_path("").unwrap(), "");
         assert!(normalize_node_path("a/../../etc").is_err());
+    }
+
+    #[test]
+    fn directory_indexes_list_their_subdirectories() {
+        // nginx's autoindex, Python's http.server, Apache's (with a sort link and a parent).
+        let nginx = r#"<html><head><title>Index of /g/</title></head><body><h1>Index of /g/</h1>
+            <hr><pre><a href="../">../</a>
+            <a href="lat/">lat/</a>                 05-Dec-2026 21:47       -
+            <a href="na%C3%AFve%20name/">na&#239;ve name/</a>  05-Dec-2026 21:47   -
+            <a href="zarr.json">zarr.json</a>         05-Dec-2026 21:47    1033
+            </pre><hr></body></html>"#;
+        assert_eq!(index_links(nginx), ["lat", "naïve name"]);
+        let python = r#"<ul><li><a href="temp/">temp/</a></li><li><a href='x/'>x/</a></li>
+            <li><a href="zarr.json">zarr.json</a></li></ul>"#;
+        assert_eq!(index_links(python), ["temp", "x"]);
+        let apache = r#"<a href="?C=N;O=D">Name</a><a href="/data/">Parent Directory</a>
+            <a href="b/">b/</a><a href="a/">a/</a><a href="a/">a/</a><a href="http://x/y/">y</a>"#;
+        assert_eq!(index_links(apache), ["a", "b"]);
     }
 }

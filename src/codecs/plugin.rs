@@ -168,7 +168,9 @@ pub(super) fn per_element_representation(
 ) -> BytesRepresentation {
     match decoded {
         BytesRepresentation::FixedSize(n) => {
-            BytesRepresentation::FixedSize(n / decoded_width as u64 * encoded_width as u64)
+            // Saturating: a size past u64 is refused by the chunk's limit, not wrapped to a small one.
+            let elements = n / (decoded_width.max(1) as u64);
+            BytesRepresentation::FixedSize(elements.saturating_mul(encoded_width as u64))
         }
         other => *other,
     }
@@ -183,13 +185,13 @@ pub(super) fn per_element_decoded_size(
     decoded_width: usize,
     decoded: &BytesRepresentation,
 ) -> Result<usize, CodecError> {
-    let size = (len / encoded_width) as u64 * decoded_width as u64;
+    let size = ((len / encoded_width.max(1)) as u64).saturating_mul(decoded_width as u64);
     let fits = match decoded {
         BytesRepresentation::FixedSize(n) => size == *n,
         BytesRepresentation::BoundedSize(n) => size <= *n,
         BytesRepresentation::UnboundedSize => false,
     };
-    match (len % encoded_width, fits) {
+    match (len % encoded_width.max(1), fits) {
         (0, true) => usize::try_from(size).map_err(|e| CodecError::Other(e.to_string())),
         _ => Err(CodecError::Other(format!(
             "{id} data is {len} bytes of {encoded_width}-byte elements, which decode to {size} \

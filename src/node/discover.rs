@@ -13,11 +13,18 @@ use crate::limits::Limits;
 use crate::store::{ZarrStore, join_key, normalize_node_path};
 
 /// Opens the node at `path` within `limits` (metadata documents, and the sizes the metadata
-/// declares).
-pub(crate) async fn open_node(store: &ZarrStore, path: &str, limits: &Limits) -> Result<Node> {
+/// declares). For a group, `wanted` (the `arrays` option) names the arrays a table needs: a
+/// group without consolidated metadata is then not listed (an HTTP server may not list), its
+/// named arrays and the coordinates their dimensions name are opened by their keys.
+pub(crate) async fn open_node(
+    store: &ZarrStore,
+    path: &str,
+    limits: &Limits,
+    wanted: Option<&[String]>,
+) -> Result<Node> {
     crate::codecs::register();
     let path = normalize_node_path(path)?;
-    let mut node = open_at(store, &path, limits).await?;
+    let mut node = open_at(store, &path, limits, wanted).await?;
     // Whether a character array's strings join depends on its group's other arrays, as in
     // xarray: an array opened alone is judged among them (alone at the store's root).
     if let Node::Array(array) = &mut node
@@ -28,7 +35,7 @@ pub(crate) async fn open_node(store: &ZarrStore, path: &str, limits: &Limits) ->
             None => (!path.is_empty()).then_some(""),
         };
         let siblings = match parent {
-            Some(parent) => match open_at(store, parent, limits).await {
+            Some(parent) => match open_at(store, parent, limits, None).await {
                 Ok(Node::Group(group)) => group.arrays,
                 _ => Vec::new(),
             },
@@ -50,11 +57,16 @@ pub(crate) async fn open_node(store: &ZarrStore, path: &str, limits: &Limits) ->
 }
 
 /// Opens the node at the normalized `path`.
-async fn open_at(store: &ZarrStore, path: &str, limits: &Limits) -> Result<Node> {
+async fn open_at(
+    store: &ZarrStore,
+    path: &str,
+    limits: &Limits,
+    wanted: Option<&[String]>,
+) -> Result<Node> {
     let path = path.to_string();
     let display = node_display(store, &path);
     if let Some(doc) = get_json(store, &join_key(&path, "zarr.json"), limits).await? {
-        return open_v3(store, &path, doc, limits).await;
+        return open_v3(store, &path, doc, limits, wanted).await;
     }
     if let Some(zarray) = get_json(store, &join_key(&path, ".zarray"), limits).await? {
         let zattrs = get_json(store, &join_key(&path, ".zattrs"), limits).await?;
@@ -67,7 +79,7 @@ async fn open_at(store: &ZarrStore, path: &str, limits: &Limits) -> Result<Node>
         )?));
     }
     if let Some(zgroup) = get_json(store, &join_key(&path, ".zgroup"), limits).await? {
-        return open_v2_group(store, &path, zgroup, limits).await;
+        return open_v2_group(store, &path, zgroup, limits, wanted).await;
     }
     Err(ZarrError::metadata(
         display,
@@ -96,7 +108,13 @@ async fn get_json(store: &ZarrStore, key: &str, limits: &Limits) -> Result<Optio
     Ok(Some(doc))
 }
 
-async fn open_v3(store: &ZarrStore, path: &str, doc: Value, limits: &Limits) -> Result<Node> {
+async fn open_v3(
+    store: &ZarrStore,
+    path: &str,
+    doc: Value,
+    limits: &Limits,
+    wanted: Option<&[String]>,
+) -> Result<Node> {
     let display = node_display(store, path);
     validate::zarr_format(&display, &doc, 3)?;
     match doc.get("node_type").and_then(Value::as_str) {
@@ -109,11 +127,18 @@ async fn open_v3(store: &ZarrStore, path: &str, doc: Value, limits: &Limits) -> 
         Some("group") => {
             let attributes = attributes_of(&doc);
             let (mut arrays, mut unreadable, mut groups) = (Vec::new(), Vec::new(), Vec::new());
-            let consolidated = doc
+            let own = doc
                 .get("consolidated_metadata")
                 .and_then(|c| c.get("metadata"))
-                .and_then(Value::as_object);
-            if let Some(entries) = consolidated {
+                .and_then(Value::as_object)
+                .cloned();
+            // A group below one whose consolidated metadata describes it is described by that
+            // document, as zarr-python reads every descendant of a consolidated root.
+            let consolidated = match own {
+                Some(own) => Some(own),
+                None => consolidated_by_ancestor(store, path, limits).await?,
+            };
+            if let Some(entries) = &consolidated {
                 // zarr-python's inline consolidated metadata: keys are paths relative to
                 // this group; direct children have no '/'.
                 for (name, child) in entries.iter().filter(|(k, _)| !k.contains('/')) {
@@ -138,27 +163,14 @@ async fn open_v3(store: &ZarrStore, path: &str, doc: Value, limits: &Limits) -> 
                     }
                 }
             } else {
-                for name in store.list_children(path).await? {
-                    let child_path = join_key(path, &name);
-                    let key = join_key(&child_path, "zarr.json");
-                    let Some(child) = get_json(store, &key, limits).await? else {
-                        continue; // a directory that is not a node (e.g. a chunk prefix)
-                    };
-                    validate::zarr_format(&node_display(store, &child_path), &child, 3)?;
-                    match child.get("node_type").and_then(Value::as_str) {
-                        Some("array") => {
-                            let array =
-                                v3::array(store.display_location(), &child_path, child, limits);
-                            keep(array, &name, &mut arrays, &mut unreadable)?;
-                        }
-                        Some("group") => groups.push(name),
-                        _ => {
-                            return Err(ZarrError::metadata(
-                                node_display(store, &child_path),
-                                "zarr.json has no valid node_type (\"array\" or \"group\")",
-                            ));
-                        }
-                    }
+                let names = children(store, path, wanted, limits).await?;
+                let found = (&mut arrays, &mut unreadable, &mut groups);
+                open_v3_children(store, path, names, limits, found).await?;
+                if wanted.is_some() {
+                    // The named arrays are open: now the coordinates of their dimensions.
+                    let more = coordinates_to_probe(&arrays, wanted);
+                    let found = (&mut arrays, &mut unreadable, &mut groups);
+                    open_v3_children(store, path, more, limits, found).await?;
                 }
             }
             arrays.sort_by(|a, b| a.name.cmp(&b.name));
@@ -181,6 +193,143 @@ async fn open_v3(store: &ZarrStore, path: &str, doc: Value, limits: &Limits) -> 
             "zarr.json has no valid node_type (\"array\" or \"group\")",
         )),
     }
+}
+
+/// What a group's opening found: its readable arrays, its unreadable ones, its child groups.
+type Found<'a> = (
+    &'a mut Vec<ArrayNode>,
+    &'a mut Vec<UnreadableArray>,
+    &'a mut Vec<String>,
+);
+
+/// The names to try as a group's children when it has no consolidated metadata: the arrays
+/// `wanted` names (no listing: an HTTP server may not list), else one level of listing.
+async fn children(
+    store: &ZarrStore,
+    path: &str,
+    wanted: Option<&[String]>,
+    limits: &Limits,
+) -> Result<Vec<String>> {
+    match wanted {
+        Some(names) => Ok(names.to_vec()),
+        None => store.list_children(path, limits.metadata).await,
+    }
+}
+
+/// The dimensions of the `arrays` opened that are not among `wanted`: the coordinates a table
+/// of the named arrays looks for, opened by their keys where they exist.
+fn coordinates_to_probe(arrays: &[ArrayNode], wanted: Option<&[String]>) -> Vec<String> {
+    let mut dimensions: Vec<String> = arrays
+        .iter()
+        .flat_map(|a| a.dimension_names.iter().flatten().cloned())
+        .filter(|d| !wanted.is_some_and(|w| w.contains(d)))
+        .filter(|d| !d.is_empty() && !d.contains('/') && d != "." && d != "..")
+        .collect();
+    dimensions.sort();
+    dimensions.dedup();
+    dimensions
+}
+
+/// Opens the V3 children `names` of the group at `path` by their `zarr.json`; a name with
+/// none is skipped (a directory that is not a node, e.g. a chunk prefix).
+async fn open_v3_children(
+    store: &ZarrStore,
+    path: &str,
+    names: Vec<String>,
+    limits: &Limits,
+    (arrays, unreadable, groups): Found<'_>,
+) -> Result<()> {
+    for name in names {
+        let child_path = join_key(path, &name);
+        let key = join_key(&child_path, "zarr.json");
+        let Some(child) = get_json(store, &key, limits).await? else {
+            continue;
+        };
+        validate::zarr_format(&node_display(store, &child_path), &child, 3)?;
+        match child.get("node_type").and_then(Value::as_str) {
+            Some("array") => {
+                let array = v3::array(store.display_location(), &child_path, child, limits);
+                keep(array, &name, arrays, unreadable)?;
+            }
+            Some("group") => groups.push(name),
+            _ => {
+                return Err(ZarrError::metadata(
+                    node_display(store, &child_path),
+                    "zarr.json has no valid node_type (\"array\" or \"group\")",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Opens the V2 children `names` of the group at `path` by their `.zarray` (with `.zattrs`) or
+/// `.zgroup`; a name with neither is skipped.
+async fn open_v2_children(
+    store: &ZarrStore,
+    path: &str,
+    names: Vec<String>,
+    limits: &Limits,
+    (arrays, unreadable, groups): Found<'_>,
+) -> Result<()> {
+    for name in names {
+        let child_path = join_key(path, &name);
+        if let Some(zarray) = get_json(store, &join_key(&child_path, ".zarray"), limits).await? {
+            let zattrs = get_json(store, &join_key(&child_path, ".zattrs"), limits).await;
+            let location = store.display_location();
+            let array =
+                zattrs.and_then(|zattrs| v2::array(location, &child_path, zarray, zattrs, limits));
+            keep(array, &name, arrays, unreadable)?;
+        } else if get_json(store, &join_key(&child_path, ".zgroup"), limits)
+            .await?
+            .is_some()
+        {
+            groups.push(name);
+        }
+    }
+    Ok(())
+}
+
+/// The consolidated metadata an ancestor's `zarr.json` holds for the group at `path`, keyed
+/// relative to it: zarr-python consolidates at the root and reads every descendant from that
+/// document. `None` when no ancestor describes it.
+async fn consolidated_by_ancestor(
+    store: &ZarrStore,
+    path: &str,
+    limits: &Limits,
+) -> Result<Option<Map<String, Value>>> {
+    if path.is_empty() {
+        return Ok(None);
+    }
+    let parts: Vec<&str> = path.split('/').collect();
+    for depth in 0..parts.len() {
+        let ancestor = parts[..depth].join("/");
+        let Some(doc) = get_json(store, &join_key(&ancestor, "zarr.json"), limits).await? else {
+            continue;
+        };
+        let Some(entries) = doc
+            .pointer("/consolidated_metadata/metadata")
+            .and_then(Value::as_object)
+        else {
+            continue;
+        };
+        let relative = parts[depth..].join("/");
+        let is_group = entries
+            .get(&relative)
+            .and_then(|e| e.get("node_type"))
+            .and_then(Value::as_str)
+            == Some("group");
+        if !is_group {
+            continue;
+        }
+        let prefix = format!("{relative}/");
+        let below: Map<String, Value> = entries
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix(&prefix)?.to_string(), v.clone())))
+            .collect();
+        return Ok(Some(below));
+    }
+    Ok(None)
 }
 
 /// A child array as read: kept, or (invalid metadata, a size beyond a limit) noted as
@@ -217,6 +366,7 @@ async fn open_v2_group(
     path: &str,
     zgroup: Value,
     limits: &Limits,
+    wanted: Option<&[String]>,
 ) -> Result<Node> {
     let display = node_display(store, path);
     validate::zarr_format(&display, &zgroup, 2)?;
@@ -258,21 +408,13 @@ async fn open_v2_group(
             }
         }
     } else {
-        for name in store.list_children(path).await? {
-            let child_path = join_key(path, &name);
-            if let Some(zarray) = get_json(store, &join_key(&child_path, ".zarray"), limits).await?
-            {
-                let zattrs = get_json(store, &join_key(&child_path, ".zattrs"), limits).await;
-                let location = store.display_location();
-                let array = zattrs
-                    .and_then(|zattrs| v2::array(location, &child_path, zarray, zattrs, limits));
-                keep(array, &name, &mut arrays, &mut unreadable)?;
-            } else if get_json(store, &join_key(&child_path, ".zgroup"), limits)
-                .await?
-                .is_some()
-            {
-                groups.push(name);
-            }
+        let names = children(store, path, wanted, limits).await?;
+        let found = (&mut arrays, &mut unreadable, &mut groups);
+        open_v2_children(store, path, names, limits, found).await?;
+        if wanted.is_some() {
+            let more = coordinates_to_probe(&arrays, wanted);
+            let found = (&mut arrays, &mut unreadable, &mut groups);
+            open_v2_children(store, path, more, limits, found).await?;
         }
     }
     arrays.sort_by(|a, b| a.name.cmp(&b.name));

@@ -108,7 +108,7 @@ pub(crate) async fn fetch_whole_chunks(
                 .map(|indices| {
                     // The declared size is checked before anything is fetched.
                     check_declared(node, indices, limits)?;
-                    Ok(stored_key(node, indices)?)
+                    stored_key(node, indices)
                 })
                 .collect()
         })

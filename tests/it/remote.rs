@@ -442,3 +442,50 @@ async fn latency_is_hidden_by_concurrent_fetches() {
         "{took:?}: requests were not concurrent"
     );
 }
+
+/// Groups without consolidated metadata on plain HTTP servers (no WebDAV): nginx's directory
+/// index lists them; without one, one clear line (no server page); the `arrays` option needs
+/// no listing; a node below a consolidated root is described by the root's document.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_on_http_servers_without_webdav() {
+    let s = servers();
+    let ctx = context();
+    let http = |server: &str, key: &str| format!("http://127.0.0.1:{}/{server}/{key}", s.http);
+    let table = |location: String, path: &str, options: &[(String, String)]| {
+        format!("SELECT * FROM {}", read_zarr(&location, path, options))
+    };
+    let cities = "corpus/12_group_table_cities/data.zarr";
+    let local = rows(&ctx, &table(location("file", &s, cities), "", &[]))
+        .await
+        .unwrap();
+    // nginx's autoindex lists the group (PROPFIND is refused there).
+    let indexed = rows(&ctx, &table(http("autoindex", cities), "", &[])).await;
+    assert_eq!(indexed.unwrap(), local);
+    // No WebDAV and no index: one line that says what to do, without the server's page.
+    let e = rows(&ctx, &table(http("plain", cities), "", &[]))
+        .await
+        .unwrap_err();
+    assert!(
+        e.contains("the group has no consolidated metadata and the HTTP server cannot list it")
+            && e.contains("'arrays'"),
+        "{e}"
+    );
+    assert!(!e.contains("<html") && !e.contains("PROPFIND /"), "{e}");
+    // The arrays option names the arrays: no listing needed.
+    let arrays = [("arrays".to_string(), "population,name".to_string())];
+    let want = rows(&ctx, &table(location("file", &s, cities), "", &arrays))
+        .await
+        .unwrap();
+    let got = rows(&ctx, &table(http("plain", cities), "", &arrays)).await;
+    assert_eq!(got.unwrap(), want);
+    // A group below a consolidated root, described by the root's document.
+    let consolidated = "corpus/13_group_consolidated_metadata/data.zarr";
+    let want = rows(
+        &ctx,
+        &table(location("file", &s, consolidated), "meta", &[]),
+    )
+    .await
+    .unwrap();
+    let got = rows(&ctx, &table(http("plain", consolidated), "meta", &[])).await;
+    assert_eq!(got.unwrap(), want);
+}
