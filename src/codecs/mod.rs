@@ -31,34 +31,8 @@ mod lzma;
 mod packbits;
 mod pcodec;
 mod plugin;
+mod registry;
 pub(crate) mod shard_index;
 pub(crate) mod vlen_framing;
 
-use std::sync::Once;
-
-use zarrs::array::CodecOptions;
-
-/// Registers our codec plugins with zarrs, once per process, before any metadata is parsed.
-pub(crate) fn register() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        bounded::register();
-        checksum::register();
-        lz4::register();
-        lzma::register();
-        delta::register();
-        categorize::register();
-        astype::register();
-        fixedscaleoffset::register();
-        bitround::register();
-        packbits::register();
-        pcodec::register();
-    });
-}
-
-/// The options of every decode: one chunk is decoded on the calling thread (the scan's
-/// parallelism is its partitions), which also keeps the table's decode bound in force
-/// (see [`crate::limits::Limit::decode_within`]).
-pub(crate) fn decode_options() -> CodecOptions {
-    CodecOptions::default().with_concurrent_target(1)
-}
+pub(crate) use registry::{decode_options, register};

@@ -14,7 +14,7 @@ use zarrs::array::{ArrayCreateError, ArrayMetadata, ArrayMetadataV3, DataType};
 use zarrs::metadata_ext::chunk_grid::regular::RegularChunkGridConfiguration;
 use zarrs::metadata_ext::codec::sharding::ShardingCodecConfiguration;
 
-use super::{ArrayNode, ElementKind, InnerChunks, ZarrsArray, array_name, cf_attributes, validate};
+use super::{ArrayNode, ElementKind, InnerChunks, ZarrsArray, cf_attributes, validate};
 use crate::codecs::shard_index::ShardIndexLayout;
 use crate::error::{Result, ZarrError};
 use crate::limits::{Limits, VARIABLE_ELEMENT_BYTES};
@@ -245,4 +245,19 @@ fn inner_chunks(meta: &ArrayMetadataV3, layout: &ShardIndexLayout) -> Option<Inn
         codecs: Arc::new(codecs),
         layout: layout.clone(),
     })
+}
+
+pub(crate) fn display_in(location: &str, path: &str) -> String {
+    if path.is_empty() {
+        location.to_string()
+    } else {
+        format!("{location}/{path}")
+    }
+}
+
+pub(super) fn array_name(path: &str) -> String {
+    match path.rsplit('/').next() {
+        Some(last) if !last.is_empty() => last.to_string(),
+        _ => "value".to_string(),
+    }
 }

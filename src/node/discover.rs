@@ -56,6 +56,27 @@ pub(crate) async fn open_node(
     Ok(node)
 }
 
+/// Parses one array's metadata document (`zarr.json`, or `.zarray` for Zarr V2) without I/O:
+/// what `open_node` does for an array, for tools and fuzzing.
+pub(crate) fn parse_array(
+    location: &str,
+    path: &str,
+    document: &[u8],
+    limits: &Limits,
+) -> Result<ArrayNode> {
+    crate::codecs::register();
+    let display = display_in(location, path);
+    let doc = parse_json(document)
+        .map_err(|e| ZarrError::metadata(&display, format!("not valid JSON: {e}")))?;
+    match doc.get("zarr_format").and_then(Value::as_u64) {
+        Some(2) => v2::array(location, path, doc, None, limits),
+        _ => {
+            validate::zarr_format(&display, &doc, 3)?;
+            v3::array(location, path, doc, limits)
+        }
+    }
+}
+
 /// Opens the node at the normalized `path`.
 async fn open_at(
     store: &ZarrStore,
@@ -163,15 +184,8 @@ async fn open_v3(
                     }
                 }
             } else {
-                let names = children(store, path, wanted, limits).await?;
                 let found = (&mut arrays, &mut unreadable, &mut groups);
-                open_v3_children(store, path, names, limits, found).await?;
-                if wanted.is_some() {
-                    // The named arrays are open: now the coordinates of their dimensions.
-                    let more = coordinates_to_probe(&arrays, wanted);
-                    let found = (&mut arrays, &mut unreadable, &mut groups);
-                    open_v3_children(store, path, more, limits, found).await?;
-                }
+                open_unconsolidated(store, path, 3, wanted, limits, found).await?;
             }
             arrays.sort_by(|a, b| a.name.cmp(&b.name));
             characters::keep_stackable(&mut arrays);
@@ -201,6 +215,50 @@ type Found<'a> = (
     &'a mut Vec<UnreadableArray>,
     &'a mut Vec<String>,
 );
+
+/// The children of a group (Zarr `zarr_format`) without consolidated metadata: listed, or,
+/// when `wanted` names the arrays, those and then the coordinates their dimensions name.
+async fn open_unconsolidated(
+    store: &ZarrStore,
+    path: &str,
+    zarr_format: u8,
+    wanted: Option<&[String]>,
+    limits: &Limits,
+    (arrays, unreadable, groups): Found<'_>,
+) -> Result<()> {
+    let names = children(store, path, wanted, limits).await?;
+    let found = (&mut *arrays, &mut *unreadable, &mut *groups);
+    open_children(store, path, zarr_format, names, limits, found).await?;
+    if wanted.is_some() {
+        // The named arrays are open: now the coordinates of their dimensions.
+        let more = coordinates_to_probe(arrays, wanted);
+        open_children(
+            store,
+            path,
+            zarr_format,
+            more,
+            limits,
+            (arrays, unreadable, groups),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Opens the children `names` of the group at `path` by their Zarr `zarr_format` keys.
+async fn open_children(
+    store: &ZarrStore,
+    path: &str,
+    zarr_format: u8,
+    names: Vec<String>,
+    limits: &Limits,
+    found: Found<'_>,
+) -> Result<()> {
+    match zarr_format {
+        2 => open_v2_children(store, path, names, limits, found).await,
+        _ => open_v3_children(store, path, names, limits, found).await,
+    }
+}
 
 /// The names to try as a group's children when it has no consolidated metadata: the arrays
 /// `wanted` names (no listing: an HTTP server may not list), else one level of listing.
@@ -408,14 +466,8 @@ async fn open_v2_group(
             }
         }
     } else {
-        let names = children(store, path, wanted, limits).await?;
         let found = (&mut arrays, &mut unreadable, &mut groups);
-        open_v2_children(store, path, names, limits, found).await?;
-        if wanted.is_some() {
-            let more = coordinates_to_probe(&arrays, wanted);
-            let found = (&mut arrays, &mut unreadable, &mut groups);
-            open_v2_children(store, path, more, limits, found).await?;
-        }
+        open_unconsolidated(store, path, 2, wanted, limits, found).await?;
     }
     arrays.sort_by(|a, b| a.name.cmp(&b.name));
     characters::keep_stackable(&mut arrays);

@@ -1,0 +1,146 @@
+//! [`ArrayNode`], an opened array: its zarrs metadata and codecs, the kind of its elements
+//! ([`ElementKind`]), its CF decoding and netCDF characters, and a sharded array's inner chunks.
+
+use std::sync::Arc;
+
+use arrow::datatypes::DataType as ArrowType;
+use serde_json::Value;
+use zarrs::array::Array;
+
+use super::cf_attributes;
+use crate::codecs::shard_index::ShardIndexLayout;
+use crate::error::{Result, ZarrError};
+
+/// A zarrs array used for its metadata and codecs only: all I/O goes through [`ZarrStore`].
+pub type ZarrsArray = Array<()>;
+
+/// How the elements of an array are laid out and which Arrow type they become.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ElementKind {
+    /// `fixed_length_utf32` with `length_bytes` bytes per element.
+    Utf32 {
+        /// Bytes per element (a positive multiple of 4).
+        length_bytes: usize,
+    },
+    /// The variable-length `string` data type.
+    String,
+    /// Variable-length bytes (V3 `variable_length_bytes`, V2 `|O` with the `vlen-bytes`
+    /// filter), read as `Binary`.
+    VariableBytes,
+    /// NumPy's `S` (`null_terminated_bytes`, V2 `|S3`): `length_bytes` bytes per element, read
+    /// as `Binary` without their trailing NULs.
+    Bytes {
+        /// Bytes per element.
+        length_bytes: usize,
+    },
+    /// A fixed-size numeric, boolean or temporal type, held in native byte order. NumPy's
+    /// `datetime64`/`timedelta64` are `int64` in storage (NaT is null); `D` becomes `Date32`.
+    Primitive(ArrowType),
+}
+
+/// An array node.
+#[derive(Debug, Clone)]
+pub struct ArrayNode {
+    /// The store and path, as shown in errors (`file:///data/x.zarr/labels`).
+    pub display: String,
+    /// Path relative to the store root (`""` for the root).
+    pub path: String,
+    /// The last path segment, or `value` for an array at the store root.
+    pub name: String,
+    /// 2 or 3.
+    pub zarr_format: u8,
+    /// The data type as written in the metadata (V3 `data_type` JSON, V2 `dtype`).
+    pub data_type_name: String,
+    /// The element kind, or `None` when the data type has no Arrow mapping.
+    pub kind: Option<ElementKind>,
+    /// The zarrs array (metadata and codecs); `None` when unsupported.
+    pub array: Option<Arc<ZarrsArray>>,
+    /// One entry per dimension.
+    pub dimension_names: Vec<Option<String>>,
+    /// The array shape.
+    pub shape: Vec<u64>,
+    /// The node's metadata document(s) as JSON (V2: `.zarray` with `.zattrs` under `attributes`).
+    pub metadata: Value,
+    /// For sharded arrays, the layout of each shard's index (checked before decoding).
+    pub shard_index: Option<ShardIndexLayout>,
+    /// For arrays whose only codec is `sharding_indexed`: how to read single inner chunks.
+    pub inner: Option<Arc<InnerChunks>>,
+    /// What the CF attributes ask of the stored numbers (applied under `decode_cf`).
+    pub cf: Option<cf_attributes::CfDecoding>,
+    /// The text encoding of bytes whose `_Encoding` names one: strings under `decode_cf`.
+    pub text: Option<cf_attributes::TextEncoding>,
+    /// A netCDF character array (`S1`, its last dimension the string length) as xarray joins
+    /// it, one string per row of that dimension: what tables read under `decode_cf`, or why
+    /// it cannot be read so ([`characters`]).
+    pub characters: Option<std::result::Result<Arc<ArrayNode>, String>>,
+    /// For such a joined array: the character array, whose stored chunks it reads (its chunk
+    /// at `[i, j]` is the character array's at `[i, j, 0]`).
+    pub chunk_keys_of: Option<Arc<ZarrsArray>>,
+}
+
+/// How to read the inner chunks of a sharded array one at a time (byte ranges of a shard).
+#[derive(Debug)]
+pub struct InnerChunks {
+    /// The inner chunk shape.
+    pub shape: Vec<u64>,
+    /// Inner chunks per shard along each dimension.
+    pub per_shard: Vec<u64>,
+    /// The codecs of one inner chunk.
+    pub codecs: Arc<zarrs::array::CodecChain>,
+    /// The shard index layout.
+    pub layout: ShardIndexLayout,
+}
+
+impl InnerChunks {
+    /// The shard holding the inner chunk at `indices` (over the inner chunk grid), and the
+    /// inner chunk's position inside it (C order): its entry in the shard index.
+    pub(crate) fn locate(&self, indices: &[u64]) -> (Vec<u64>, u64) {
+        let shard = indices
+            .iter()
+            .zip(&self.per_shard)
+            .map(|(i, &p)| i / p.max(1))
+            .collect();
+        let within = indices
+            .iter()
+            .zip(&self.per_shard)
+            .fold(0u64, |acc, (i, &p)| acc * p + i % p.max(1));
+        (shard, within)
+    }
+}
+
+impl ArrayNode {
+    /// The decoded size of one element as the metadata declares it: a variable-length
+    /// element takes at least its offset ([`crate::limits::VARIABLE_ELEMENT_BYTES`]).
+    pub(crate) fn element_bytes(&self) -> u64 {
+        self.zarrs()
+            .ok()
+            .and_then(|a| a.data_type().fixed_size())
+            .map_or(crate::limits::VARIABLE_ELEMENT_BYTES, |size| size as u64)
+    }
+
+    /// The decoded size of a box of `extent` of the array as its metadata declares it,
+    /// saturating: the estimate budgets and bounds compare before reading.
+    pub(crate) fn declared_bytes(&self, extent: &[u64]) -> u64 {
+        (extent.iter()).fold(self.element_bytes(), |acc, &e| acc.saturating_mul(e))
+    }
+
+    /// The zarrs array, or the "unsupported data type" error.
+    pub fn zarrs(&self) -> Result<&Arc<ZarrsArray>> {
+        self.array
+            .as_ref()
+            .ok_or_else(|| ZarrError::UnsupportedDataType {
+                data_type: self.data_type_name.clone(),
+                array: self.display.clone(),
+            })
+    }
+
+    /// The element kind, or the "unsupported data type" error.
+    pub fn element_kind(&self) -> Result<&ElementKind> {
+        self.kind
+            .as_ref()
+            .ok_or_else(|| ZarrError::UnsupportedDataType {
+                data_type: self.data_type_name.clone(),
+                array: self.display.clone(),
+            })
+    }
+}
