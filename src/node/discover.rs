@@ -163,25 +163,9 @@ async fn open_v3(
                 // zarr-python's inline consolidated metadata: keys are paths relative to
                 // this group; direct children have no '/'.
                 for (name, child) in entries.iter().filter(|(k, _)| !k.contains('/')) {
-                    let child_path = join_key(path, name);
-                    match child.get("node_type").and_then(Value::as_str) {
-                        Some("array") => {
-                            let array = v3::array(
-                                store.display_location(),
-                                &child_path,
-                                child.clone(),
-                                limits,
-                            );
-                            keep(array, name, &mut arrays, &mut unreadable)?;
-                        }
-                        Some("group") => groups.push(name.clone()),
-                        _ => {
-                            return Err(ZarrError::metadata(
-                                node_display(store, &child_path),
-                                "consolidated metadata entry has no valid node_type",
-                            ));
-                        }
-                    }
+                    let found = (&mut arrays, &mut unreadable, &mut groups);
+                    let why = "consolidated metadata entry has no valid node_type";
+                    place_v3_child(store, path, name, child.clone(), limits, found, why)?;
                 }
             } else {
                 let found = (&mut arrays, &mut unreadable, &mut groups);
@@ -304,21 +288,36 @@ async fn open_v3_children(
             continue;
         };
         validate::zarr_format(&node_display(store, &child_path), &child, 3)?;
-        match child.get("node_type").and_then(Value::as_str) {
-            Some("array") => {
-                let array = v3::array(store.display_location(), &child_path, child, limits);
-                keep(array, &name, arrays, unreadable)?;
-            }
-            Some("group") => groups.push(name),
-            _ => {
-                return Err(ZarrError::metadata(
-                    node_display(store, &child_path),
-                    "zarr.json has no valid node_type (\"array\" or \"group\")",
-                ));
-            }
-        }
+        let found = (&mut *arrays, &mut *unreadable, &mut *groups);
+        let why = "zarr.json has no valid node_type (\"array\" or \"group\")";
+        place_v3_child(store, path, &name, child, limits, found, why)?;
     }
     Ok(())
+}
+
+/// Files the V3 child `name` of the group at `path`, whose document is `child`, as an array
+/// (readable or not) or a group; `why` is the error when it is neither.
+fn place_v3_child(
+    store: &ZarrStore,
+    path: &str,
+    name: &str,
+    child: Value,
+    limits: &Limits,
+    (arrays, unreadable, groups): Found<'_>,
+    why: &str,
+) -> Result<()> {
+    let child_path = join_key(path, name);
+    match child.get("node_type").and_then(Value::as_str) {
+        Some("array") => {
+            let array = v3::array(store.display_location(), &child_path, child, limits);
+            keep(array, name, arrays, unreadable)
+        }
+        Some("group") => {
+            groups.push(name.to_string());
+            Ok(())
+        }
+        _ => Err(ZarrError::metadata(node_display(store, &child_path), why)),
+    }
 }
 
 /// Opens the V2 children `names` of the group at `path` by their `.zarray` (with `.zattrs`) or

@@ -1,8 +1,5 @@
 //! The `zarr-sql` binary: formats, stdout/stderr discipline, exit codes, the queries folder.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
 use crate::common::*;
 
 const U7: &str = "tests/data/corpus/00_zarr_python_defaults_U7/data.zarr";
@@ -98,21 +95,10 @@ fn location_is_registered_as_t() {
 
 #[test]
 fn statements_from_piped_stdin() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_zarr-sql"))
-        .args([U7, "-q", "--format", "csv"])
-        .current_dir(root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"SELECT count(*) AS n FROM t;\nSELECT value FROM t WHERE dim_0 = 6;\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = zarr_sql_with_input(
+        &[U7, "-q", "--format", "csv"],
+        "SELECT count(*) AS n FROM t;\nSELECT value FROM t WHERE dim_0 = 6;\n",
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "n\n8\nvalue\n🦀rust\n");
 }
