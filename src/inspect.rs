@@ -71,7 +71,7 @@ async fn describe(store: &ZarrStore, node: Node, options: &ZarrOptions) -> Resul
                 "node_type": "group",
                 "path": group.path,
                 "zarr_format": group.zarr_format,
-                "attributes": group.attributes,
+                "attributes": group.attributes.to_value(),
                 "table": schema,
                 "children": children,
             }))
@@ -95,7 +95,7 @@ fn table_schema(store: &ZarrStore, node: &Node, options: &ZarrOptions) -> Value 
 }
 
 fn describe_array(array: &ArrayNode) -> Value {
-    let m = &array.metadata;
+    let m = &array.document();
     let (chunk_shape, codecs, inner) = if array.zarr_format == 3 {
         let chunk_shape = m
             .pointer("/chunk_grid/configuration/chunk_shape")
@@ -153,6 +153,6 @@ fn describe_array(array: &ArrayNode) -> Value {
         "codecs": codecs,
         "fill_value": m.get("fill_value"),
         "dimension_names": array.dimension_names,
-        "attributes": m.get("attributes"),
+        "attributes": array.attributes.to_value(),
     })
 }

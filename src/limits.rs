@@ -28,6 +28,8 @@ pub(crate) struct Limits {
     pub(crate) chunk: Limit,
     /// Largest metadata document.
     pub(crate) metadata: Limit,
+    /// Most arrays a group's table opens (`max_arrays`).
+    pub(crate) arrays: u64,
 }
 
 impl Limits {
@@ -42,6 +44,7 @@ impl Limits {
                 option: "max_metadata_bytes",
                 bytes: options.max_metadata_bytes,
             },
+            arrays: options.max_arrays,
         }
     }
 }

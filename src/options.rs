@@ -256,6 +256,12 @@ zarr_options! {
             parse parse_size,
             values "bytes, default 64 MiB",
             meaning "largest metadata document accepted";
+        /// Most arrays a group's table opens (each holds a few KB of parsed metadata and
+        /// codecs); `arrays` opens only the named ones and their coordinates.
+        max_arrays: u64 = 10_000,
+            parse parse_count,
+            values "a number, default 10000",
+            meaning "most arrays a group's table opens (name fewer with `arrays`)";
         /// Push filters into the scan: prune chunks on dimension columns, and evaluate string
         /// predicates on UTF-32 code units before transcoding.
         pushdown: bool = true,
@@ -378,6 +384,15 @@ fn parse_size(key: &str, value: &str) -> Result<u64> {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(ZarrError::Option(format!(
             "{key} '{value}' is not a positive number of bytes"
+        ))),
+    }
+}
+
+fn parse_count(key: &str, value: &str) -> Result<u64> {
+    match value.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(ZarrError::Option(format!(
+            "{key} '{value}' is not a positive number"
         ))),
     }
 }

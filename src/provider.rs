@@ -104,13 +104,18 @@ impl ZarrTable {
         &self.model.options
     }
 
-    /// The node's metadata document: `zarr.json`, or for Zarr V2 `.zarray`/`.zgroup` with the
-    /// `.zattrs` of an array under `attributes`.
-    pub fn metadata(&self) -> &serde_json::Value {
-        match &self.model.node {
-            Node::Array(a) => &a.metadata,
-            Node::Group(g) => &g.metadata,
+    /// The node's metadata document: `zarr.json` (a group's without its consolidated
+    /// metadata), or for Zarr V2 `.zarray`/`.zgroup` with its `.zattrs` under `attributes`.
+    /// Parsed on each call: the table keeps the attributes as written.
+    pub fn metadata(&self) -> serde_json::Value {
+        let (mut document, attributes) = match &self.model.node {
+            Node::Array(a) => (a.document(), &a.attributes),
+            Node::Group(g) => (g.metadata.clone(), &g.attributes),
+        };
+        if let Some(fields) = document.as_object_mut() {
+            fields.insert("attributes".into(), attributes.to_value());
         }
+        document
     }
 
     /// Number of rows (the element count of the value arrays' shape).

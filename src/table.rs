@@ -156,7 +156,8 @@ pub(crate) struct TableModel {
     pub options: ZarrOptions,
     /// The size limits every read of this table keeps to (from `options`).
     pub limits: Limits,
-    /// The opened node (for `inspect` and provenance).
+    /// The opened node (for `inspect` and provenance); a group's arrays are its columns, not
+    /// kept here again.
     pub node: Node,
 }
 
@@ -186,14 +187,15 @@ impl TableModel {
             true => with_strings_joined(node)?,
             false => node,
         };
-        match &node {
+        match node {
             Node::Array(array) => {
-                let array = Arc::new(array.clone());
-                Self::for_array(store, array, node, options)
+                let node = Node::Array(array.clone());
+                Self::for_array(store, Arc::new(array), node, options)
             }
-            Node::Group(group) => {
-                let group = group.clone();
-                Self::for_group(store, &group, node, options)
+            Node::Group(mut group) => {
+                // The arrays become the columns; the node keeps the rest.
+                let arrays = std::mem::take(&mut group.arrays);
+                Self::for_group(store, arrays, group, options)
             }
         }
     }
@@ -234,11 +236,11 @@ impl TableModel {
 
     fn for_group(
         store: ZarrStore,
-        group: &GroupNode,
-        node: Node,
+        arrays: Vec<ArrayNode>,
+        group: GroupNode,
         options: ZarrOptions,
     ) -> Result<Self> {
-        let all: Vec<Arc<ArrayNode>> = group.arrays.iter().cloned().map(Arc::new).collect();
+        let all: Vec<Arc<ArrayNode>> = arrays.into_iter().map(Arc::new).collect();
         let dims_of = |a: &ArrayNode| -> Vec<String> {
             a.dimension_names.iter().flatten().cloned().collect()
         };
@@ -426,7 +428,7 @@ impl TableModel {
             shape,
             first,
             columns,
-            node,
+            Node::Group(group),
             options,
         )
     }
@@ -534,11 +536,9 @@ fn arrow_type(array: &ArrayNode, options: &ZarrOptions) -> Result<ArrowType> {
         }
         ElementKind::Bytes { .. } | ElementKind::VariableBytes => ArrowType::Binary,
         ElementKind::Primitive(t) if options.decode_cf => {
-            let attributes = array.metadata.get("attributes").and_then(|a| a.as_object());
-            if let Some(attributes) = attributes {
-                crate::node::cf_attributes::check_packing(array.kind.as_ref(), attributes)
-                    .map_err(|e| ZarrError::metadata(&array.display, e))?;
-            }
+            let attributes = array.attributes.used();
+            crate::node::cf_attributes::check_packing(array.kind.as_ref(), attributes)
+                .map_err(|e| ZarrError::metadata(&array.display, e))?;
             array
                 .cf
                 .as_ref()

@@ -14,7 +14,7 @@ use zarrs::array::{ArrayCreateError, ArrayMetadata, ArrayMetadataV3, DataType};
 use zarrs::metadata_ext::chunk_grid::regular::RegularChunkGridConfiguration;
 use zarrs::metadata_ext::codec::sharding::ShardingCodecConfiguration;
 
-use super::{ArrayNode, ElementKind, InnerChunks, ZarrsArray, cf_attributes, validate};
+use super::{ArrayNode, Attributes, ElementKind, InnerChunks, ZarrsArray, cf_attributes, validate};
 use crate::codecs::shard_index::ShardIndexLayout;
 use crate::error::{Result, ZarrError};
 use crate::limits::{Limits, VARIABLE_ELEMENT_BYTES};
@@ -31,8 +31,10 @@ pub(super) struct Parsed {
     pub(super) dimension_names: Vec<Option<String>>,
     /// What zarrs parsed.
     pub(super) meta: ArrayMetadata,
-    /// The document(s) as JSON.
+    /// The document as JSON, without its attributes.
     pub(super) doc: Value,
+    /// Its attributes.
+    pub(super) attributes: Attributes,
     /// The element kind of a type zarrs was given as its storage (`numpy_types.rs`).
     pub(super) kind: Option<ElementKind>,
 }
@@ -46,6 +48,7 @@ pub(super) fn finish(parsed: Parsed, path: &str, limits: &Limits) -> Result<Arra
         dimension_names,
         meta,
         doc,
+        attributes,
         kind: mapped,
     } = parsed;
     let shape = match &meta {
@@ -104,15 +107,13 @@ pub(super) fn finish(parsed: Parsed, path: &str, limits: &Limits) -> Result<Arra
         None => (None, None),
     };
     // xarray keeps a V2 array's `_FillValue` in its `fill_value`.
-    let attributes = doc.get("attributes").and_then(Value::as_object);
-    let v2_fill = match attributes {
-        Some(a) if zarr_format == 2 && a.contains_key("_ARRAY_DIMENSIONS") => {
-            doc.get("fill_value").filter(|f| !f.is_null())
-        }
-        _ => None,
+    let used = attributes.used();
+    let v2_fill = match zarr_format == 2 && used.contains_key("_ARRAY_DIMENSIONS") {
+        true => doc.get("fill_value").filter(|f| !f.is_null()),
+        false => None,
     };
-    let cf = attributes.and_then(|a| cf_attributes::decoding(kind.as_ref(), a, v2_fill));
-    let text = attributes.and_then(|a| cf_attributes::text_encoding(kind.as_ref(), a));
+    let cf = cf_attributes::decoding(kind.as_ref(), used, v2_fill);
+    let text = cf_attributes::text_encoding(kind.as_ref(), used);
     Ok(ArrayNode {
         display,
         path: path.to_string(),
@@ -123,7 +124,8 @@ pub(super) fn finish(parsed: Parsed, path: &str, limits: &Limits) -> Result<Arra
         array,
         dimension_names,
         shape,
-        metadata: doc,
+        metadata: Arc::from(doc.to_string()),
+        attributes,
         shard_index,
         inner,
         cf,

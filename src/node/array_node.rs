@@ -7,7 +7,7 @@ use arrow::datatypes::DataType as ArrowType;
 use serde_json::Value;
 use zarrs::array::Array;
 
-use super::cf_attributes;
+use super::{Attributes, cf_attributes};
 use crate::codecs::shard_index::ShardIndexLayout;
 use crate::error::{Result, ZarrError};
 
@@ -59,8 +59,12 @@ pub struct ArrayNode {
     pub dimension_names: Vec<Option<String>>,
     /// The array shape.
     pub shape: Vec<u64>,
-    /// The node's metadata document(s) as JSON (V2: `.zarray` with `.zattrs` under `attributes`).
-    pub metadata: Value,
+    /// The node's metadata document, without its attributes (V2: `.zarray`), as compact JSON
+    /// text: [`ArrayNode::document`] parses it (a group of 100,000 arrays kept as values took
+    /// 4 KB each).
+    pub metadata: Arc<str>,
+    /// Its attributes (V2: `.zattrs`).
+    pub attributes: Attributes,
     /// For sharded arrays, the layout of each shard's index (checked before decoding).
     pub shard_index: Option<ShardIndexLayout>,
     /// For arrays whose only codec is `sharding_indexed`: how to read single inner chunks.
@@ -122,6 +126,11 @@ impl ArrayNode {
     /// saturating: the estimate budgets and bounds compare before reading.
     pub(crate) fn declared_bytes(&self, extent: &[u64]) -> u64 {
         (extent.iter()).fold(self.element_bytes(), |acc, &e| acc.saturating_mul(e))
+    }
+
+    /// The metadata document without its attributes, parsed.
+    pub fn document(&self) -> Value {
+        serde_json::from_str(&self.metadata).unwrap_or(Value::Null)
     }
 
     /// The zarrs array, or the "unsupported data type" error.

@@ -18,13 +18,13 @@ use base64::Engine;
 use base64::prelude::BASE64_STANDARD;
 use serde_json::{Value, json};
 
-use super::{ArrayNode, ElementKind};
+use super::{ArrayNode, Attributes, ElementKind};
 use crate::error::Result;
 use crate::limits::Limits;
 
 /// Builds an array node, without joining characters, from its metadata document as the node
-/// keeps it ([`ArrayNode::metadata`]: V2's `.zarray` with `.zattrs` under `attributes`).
-pub(super) type Build<'a> = &'a dyn Fn(Value) -> Result<ArrayNode>;
+/// keeps it ([`ArrayNode::metadata`]) and its attributes.
+pub(super) type Build<'a> = &'a dyn Fn(Value, Attributes) -> Result<ArrayNode>;
 
 /// `node` with its joined array ([`ArrayNode::characters`]) when it is a character array:
 /// `S1` elements and every dimension named (xarray's data). Whether its group lets it join
@@ -37,7 +37,7 @@ pub(super) fn attach(mut node: ArrayNode, limits: &Limits, build: Build<'_>) -> 
         return node;
     }
     let joined = joined_document(&node, limits)
-        .and_then(|document| build(document).map_err(|e| e.to_string()))
+        .and_then(|(document, attributes)| build(document, attributes).map_err(|e| e.to_string()))
         .map(|mut joined| {
             joined.chunk_keys_of = node.array.clone();
             Arc::new(joined)
@@ -71,13 +71,17 @@ pub(super) fn keep_stackable(arrays: &mut [ArrayNode]) {
     }
 }
 
-/// The joined array's metadata, or why the character array cannot be read joined.
-fn joined_document(node: &ArrayNode, limits: &Limits) -> std::result::Result<Value, String> {
+/// The joined array's metadata and attributes, or why the character array cannot be read
+/// joined.
+fn joined_document(
+    node: &ArrayNode,
+    limits: &Limits,
+) -> std::result::Result<(Value, Attributes), String> {
     let rank = node.shape.len();
     let Some(&length) = node.shape.last() else {
         return Err("it has no dimensions".into());
     };
-    let doc = &node.metadata;
+    let doc = &node.document();
     // Strings of no characters (a string length of 0, which netCDF allows): nothing is
     // stored, and each reads as the fill of one NUL, the empty string.
     let empty = length == 0;
@@ -106,13 +110,16 @@ fn joined_document(node: &ArrayNode, limits: &Limits) -> std::result::Result<Val
             );
         }
         doc["dtype"] = json!(format!("|S{width}"));
-        if let Some(zattrs) = doc.get_mut("attributes") {
-            drop_last(zattrs, "_ARRAY_DIMENSIONS", rank)?;
+        let mut attributes = node.attributes.clone();
+        if let Some(names) = attributes.get("_ARRAY_DIMENSIONS") {
+            let mut names = json!({ "_ARRAY_DIMENSIONS": names });
+            drop_last(&mut names, "_ARRAY_DIMENSIONS", rank)?;
+            attributes = attributes.with("_ARRAY_DIMENSIONS", names["_ARRAY_DIMENSIONS"].take());
         }
         if let Some(nczarr) = doc.get_mut("_NCZARR_ARRAY") {
             drop_last(nczarr, "dimrefs", rank)?;
         }
-        Ok(doc)
+        Ok((doc, attributes))
     } else {
         let chunk_shape = "/chunk_grid/configuration/chunk_shape";
         whole_strings(doc.pointer(chunk_shape), rank, length, "chunk shape")?;
@@ -128,7 +135,7 @@ fn joined_document(node: &ArrayNode, limits: &Limits) -> std::result::Result<Val
         if let Some(codecs) = doc.get_mut("codecs") {
             joined_codecs(codecs, rank, length)?;
         }
-        Ok(doc)
+        Ok((doc, node.attributes.clone()))
     }
 }
 

@@ -2,11 +2,17 @@
 //! never by listing chunks; a group's children come from consolidated metadata when present,
 //! else from one level of listing.
 
-use serde_json::{Map, Value};
+use std::borrow::Cow;
 
-use super::json::parse_json;
+use bytes::Bytes;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::document::{Document, entries, entry};
+use super::json::normalized;
 use super::{
-    ArrayNode, GroupNode, Node, UnreadableArray, characters, display_in, v2, v3, validate,
+    ArrayNode, Attributes, GroupNode, Node, UnreadableArray, characters, display_in, v2, v3,
+    validate,
 };
 use crate::error::{Result, ZarrError};
 use crate::limits::Limits;
@@ -66,13 +72,14 @@ pub(crate) fn parse_array(
 ) -> Result<ArrayNode> {
     crate::codecs::register();
     let display = display_in(location, path);
-    let doc = parse_json(document)
-        .map_err(|e| ZarrError::metadata(&display, format!("not valid JSON: {e}")))?;
-    match doc.get("zarr_format").and_then(Value::as_u64) {
-        Some(2) => v2::array(location, path, doc, None, limits),
+    let text = normalized(document);
+    let doc = Document::parse(&text).map_err(|e| ZarrError::metadata(&display, invalid(e)))?;
+    let attributes = read_attributes(&display, doc.attributes)?;
+    match doc.fields.get("zarr_format").and_then(Value::as_u64) {
+        Some(2) => v2::array(location, path, doc.fields, attributes, limits),
         _ => {
-            validate::zarr_format(&display, &doc, 3)?;
-            v3::array(location, path, doc, limits)
+            validate::zarr_format(&display, &doc.fields, 3)?;
+            v3::array(location, path, doc.fields, attributes, limits)
         }
     }
 }
@@ -86,21 +93,27 @@ async fn open_at(
 ) -> Result<Node> {
     let path = path.to_string();
     let display = node_display(store, &path);
-    if let Some(doc) = get_json(store, &join_key(&path, "zarr.json"), limits).await? {
+    let key = join_key(&path, "zarr.json");
+    if let Some(text) = fetch(store, &key, limits).await? {
+        let doc = parse(store, &key, &text)?;
         return open_v3(store, &path, doc, limits, wanted).await;
     }
-    if let Some(zarray) = get_json(store, &join_key(&path, ".zarray"), limits).await? {
-        let zattrs = get_json(store, &join_key(&path, ".zattrs"), limits).await?;
+    let key = join_key(&path, ".zarray");
+    if let Some(text) = fetch(store, &key, limits).await? {
+        let zarray = parse(store, &key, &text)?;
+        let zattrs = v2_attributes(store, &path, limits).await?;
         return Ok(Node::Array(v2::array(
             store.display_location(),
             &path,
-            zarray,
+            zarray.fields,
             zattrs,
             limits,
         )?));
     }
-    if let Some(zgroup) = get_json(store, &join_key(&path, ".zgroup"), limits).await? {
-        return open_v2_group(store, &path, zgroup, limits, wanted).await;
+    let key = join_key(&path, ".zgroup");
+    if let Some(text) = fetch(store, &key, limits).await? {
+        let zgroup = parse(store, &key, &text)?;
+        return open_v2_group(store, &path, zgroup.fields, limits, wanted).await;
     }
     Err(ZarrError::metadata(
         display,
@@ -112,47 +125,91 @@ fn node_display(store: &ZarrStore, path: &str) -> String {
     display_in(store.display_location(), path)
 }
 
-async fn get_json(store: &ZarrStore, key: &str, limits: &Limits) -> Result<Option<Value>> {
+/// The document at `key` as JSON text (bare non-finite numbers quoted), if there is one.
+async fn fetch(store: &ZarrStore, key: &str, limits: &Limits) -> Result<Option<Bytes>> {
     let Some(bytes) = store.get(key, limits.metadata).await? else {
         return Ok(None);
     };
-    let doc = parse_json(&bytes).map_err(|e| {
-        let mut message = format!("not valid JSON: {e}");
-        if message.contains("hex escape") || message.contains("surrogate") {
-            message.push_str(
-                " (a lone UTF-16 surrogate escape such as \"\\ud800\", which zarr-python can \
-                 write, is not a Unicode scalar value)",
-            );
-        }
-        ZarrError::metadata(node_display(store, key), message)
-    })?;
-    Ok(Some(doc))
+    let text = match normalized(&bytes) {
+        Cow::Borrowed(_) => None,
+        Cow::Owned(quoted) => Some(Bytes::from(quoted)),
+    };
+    Ok(Some(text.unwrap_or(bytes)))
+}
+
+/// The document `text` fetched from `key`.
+fn parse<'a>(store: &ZarrStore, key: &str, text: &'a [u8]) -> Result<Document<'a>> {
+    Document::parse(text).map_err(|e| ZarrError::metadata(node_display(store, key), invalid(e)))
+}
+
+/// The message of a document that cannot be read.
+fn invalid(error: String) -> String {
+    let mut message = format!("not valid JSON: {error}");
+    if message.contains("hex escape") || message.contains("surrogate") {
+        message.push_str(
+            " (a lone UTF-16 surrogate escape such as \"\\ud800\", which zarr-python can \
+             write, is not a Unicode scalar value)",
+        );
+    }
+    message
+}
+
+/// The attributes `raw` of the node `display`.
+fn read_attributes(display: &str, raw: Option<&RawValue>) -> Result<Attributes> {
+    Attributes::read(raw).map_err(|e| ZarrError::metadata(display, e))
+}
+
+/// The attributes of the V2 node at `path` (its `.zattrs`).
+async fn v2_attributes(store: &ZarrStore, path: &str, limits: &Limits) -> Result<Attributes> {
+    let key = join_key(path, ".zattrs");
+    let Some(text) = fetch(store, &key, limits).await? else {
+        return Ok(Attributes::default());
+    };
+    let raw: &RawValue = serde_json::from_slice(&text)
+        .map_err(|e| ZarrError::metadata(node_display(store, &key), invalid(e.to_string())))?;
+    read_attributes(&node_display(store, path), Some(raw))
 }
 
 async fn open_v3(
     store: &ZarrStore,
     path: &str,
-    doc: Value,
+    doc: Document<'_>,
     limits: &Limits,
     wanted: Option<&[String]>,
 ) -> Result<Node> {
     let display = node_display(store, path);
-    validate::zarr_format(&display, &doc, 3)?;
-    match doc.get("node_type").and_then(Value::as_str) {
+    validate::zarr_format(&display, &doc.fields, 3)?;
+    let attributes = read_attributes(&display, doc.attributes)?;
+    match doc.fields.get("node_type").and_then(Value::as_str) {
         Some("array") => Ok(Node::Array(v3::array(
             store.display_location(),
             path,
-            doc,
+            doc.fields,
+            attributes,
             limits,
         )?)),
         Some("group") => {
-            let attributes = attributes_of(&doc);
             let (mut arrays, mut unreadable, mut groups) = (Vec::new(), Vec::new(), Vec::new());
-            let own = doc
-                .get("consolidated_metadata")
-                .and_then(|c| c.get("metadata"))
-                .and_then(Value::as_object)
-                .cloned();
+            // zarr-python's inline consolidated metadata: keys are paths relative to this
+            // group; direct children have no '/'.
+            let own = match doc.consolidated {
+                Some(consolidated) => {
+                    let invalid = |e: String| {
+                        ZarrError::metadata(&display, format!("consolidated_metadata: {e}"))
+                    };
+                    let metadata = entry(consolidated, "metadata").map_err(invalid)?;
+                    let direct = metadata.map(|metadata| {
+                        entries(metadata.get().as_bytes(), &|k| !k.contains('/'))
+                            .map_err(|e| invalid(e.to_string()))
+                    });
+                    direct.transpose()?.map(|direct| {
+                        (direct.into_iter())
+                            .map(|(name, raw)| (name.into_owned(), raw.to_owned()))
+                            .collect()
+                    })
+                }
+                None => None,
+            };
             // A group below one whose consolidated metadata describes it is described by that
             // document, as zarr-python reads every descendant of a consolidated root.
             let consolidated = match own {
@@ -160,12 +217,20 @@ async fn open_v3(
                 None => consolidated_by_ancestor(store, path, limits).await?,
             };
             if let Some(entries) = &consolidated {
-                // zarr-python's inline consolidated metadata: keys are paths relative to
-                // this group; direct children have no '/'.
-                for (name, child) in entries.iter().filter(|(k, _)| !k.contains('/')) {
+                let why = "consolidated metadata entry has no valid node_type";
+                let names = entries.iter().map(|(name, _)| name.as_str());
+                for name in chosen(names.clone(), wanted, &[]) {
+                    let child = consolidated_entry(entries, name);
                     let found = (&mut arrays, &mut unreadable, &mut groups);
-                    let why = "consolidated metadata entry has no valid node_type";
-                    place_v3_child(store, path, name, child.clone(), limits, found, why)?;
+                    place_v3_child(store, path, name, child, limits, found, why)?;
+                }
+                if wanted.is_some() {
+                    let more = coordinates_to_probe(&arrays, wanted);
+                    for name in chosen(names, None, &more) {
+                        let child = consolidated_entry(entries, name);
+                        let found = (&mut arrays, &mut unreadable, &mut groups);
+                        place_v3_child(store, path, name, child, limits, found, why)?;
+                    }
                 }
             } else {
                 let found = (&mut arrays, &mut unreadable, &mut groups);
@@ -183,7 +248,7 @@ async fn open_v3(
                 arrays,
                 unreadable,
                 groups,
-                metadata: doc,
+                metadata: doc.fields,
             }))
         }
         _ => Err(ZarrError::metadata(
@@ -191,6 +256,27 @@ async fn open_v3(
             "zarr.json has no valid node_type (\"array\" or \"group\")",
         )),
     }
+}
+
+/// The `names` of a group's consolidated children to open: those `wanted` names (the `arrays`
+/// option) or all, or when `more` is not empty those among it.
+fn chosen<'n>(
+    names: impl Iterator<Item = &'n str>,
+    wanted: Option<&[String]>,
+    more: &[String],
+) -> Vec<&'n str> {
+    let named = |name: &&str| match (more.is_empty(), wanted) {
+        (false, _) => more.iter().any(|m| m == name),
+        (true, Some(wanted)) => wanted.iter().any(|w| w == name),
+        (true, None) => true,
+    };
+    names.filter(named).collect()
+}
+
+/// The document of the consolidated child `name`.
+fn consolidated_entry<'e>(entries: &'e [(String, Box<RawValue>)], name: &str) -> &'e [u8] {
+    let found = entries.iter().find(|(n, _)| n == name);
+    found.map_or(&b"null"[..], |(_, raw)| raw.get().as_bytes())
 }
 
 /// What a group's opening found: its readable arrays, its unreadable ones, its child groups.
@@ -284,32 +370,38 @@ async fn open_v3_children(
     for name in names {
         let child_path = join_key(path, &name);
         let key = join_key(&child_path, "zarr.json");
-        let Some(child) = get_json(store, &key, limits).await? else {
+        let Some(text) = fetch(store, &key, limits).await? else {
             continue;
         };
-        validate::zarr_format(&node_display(store, &child_path), &child, 3)?;
         let found = (&mut *arrays, &mut *unreadable, &mut *groups);
         let why = "zarr.json has no valid node_type (\"array\" or \"group\")";
-        place_v3_child(store, path, &name, child, limits, found, why)?;
+        place_v3_child(store, path, &name, &text, limits, found, why)?;
     }
     Ok(())
 }
 
-/// Files the V3 child `name` of the group at `path`, whose document is `child`, as an array
-/// (readable or not) or a group; `why` is the error when it is neither.
+/// Files the V3 child `name` of the group at `path`, whose document is the text `child`, as
+/// an array (readable or not) or a group; `why` is the error when it is neither.
 fn place_v3_child(
     store: &ZarrStore,
     path: &str,
     name: &str,
-    child: Value,
+    child: &[u8],
     limits: &Limits,
     (arrays, unreadable, groups): Found<'_>,
     why: &str,
 ) -> Result<()> {
     let child_path = join_key(path, name);
-    match child.get("node_type").and_then(Value::as_str) {
+    let display = node_display(store, &child_path);
+    let child = Document::parse(child).map_err(|e| ZarrError::metadata(&display, invalid(e)))?;
+    validate::zarr_format(&display, &child.fields, 3)?;
+    match child.fields.get("node_type").and_then(Value::as_str) {
         Some("array") => {
-            let array = v3::array(store.display_location(), &child_path, child, limits);
+            room_for_another(store, path, (arrays, unreadable), limits)?;
+            let array = read_attributes(&display, child.attributes).and_then(|attributes| {
+                let location = store.display_location();
+                v3::array(location, &child_path, child.fields, attributes, limits)
+            });
             keep(array, name, arrays, unreadable)
         }
         Some("group") => {
@@ -331,62 +423,96 @@ async fn open_v2_children(
 ) -> Result<()> {
     for name in names {
         let child_path = join_key(path, &name);
-        if let Some(zarray) = get_json(store, &join_key(&child_path, ".zarray"), limits).await? {
-            let zattrs = get_json(store, &join_key(&child_path, ".zattrs"), limits).await;
+        let key = join_key(&child_path, ".zarray");
+        if let Some(text) = fetch(store, &key, limits).await? {
+            room_for_another(store, path, (arrays, unreadable), limits)?;
+            let zattrs = v2_attributes(store, &child_path, limits).await;
             let location = store.display_location();
-            let array =
-                zattrs.and_then(|zattrs| v2::array(location, &child_path, zarray, zattrs, limits));
+            let array = parse(store, &key, &text).and_then(|zarray| {
+                zattrs.and_then(|zattrs| {
+                    v2::array(location, &child_path, zarray.fields, zattrs, limits)
+                })
+            });
             keep(array, &name, arrays, unreadable)?;
-        } else if get_json(store, &join_key(&child_path, ".zgroup"), limits)
-            .await?
-            .is_some()
-        {
+        } else if let Some(text) = fetch(store, &join_key(&child_path, ".zgroup"), limits).await? {
+            // A group's document is read as JSON only to know it is one.
+            parse(store, &join_key(&child_path, ".zgroup"), &text)?;
             groups.push(name);
         }
     }
     Ok(())
 }
 
-/// The consolidated metadata an ancestor's `zarr.json` holds for the group at `path`, keyed
-/// relative to it: zarr-python consolidates at the root and reads every descendant from that
-/// document. `None` when no ancestor describes it.
+/// The direct children of the group at `path` that an ancestor's `zarr.json` describes in
+/// its consolidated metadata, keyed by name: zarr-python consolidates at the root and reads
+/// every descendant from that document. `None` when no ancestor describes the group.
 async fn consolidated_by_ancestor(
     store: &ZarrStore,
     path: &str,
     limits: &Limits,
-) -> Result<Option<Map<String, Value>>> {
+) -> Result<Option<Vec<(String, Box<RawValue>)>>> {
     if path.is_empty() {
         return Ok(None);
     }
     let parts: Vec<&str> = path.split('/').collect();
     for depth in 0..parts.len() {
         let ancestor = parts[..depth].join("/");
-        let Some(doc) = get_json(store, &join_key(&ancestor, "zarr.json"), limits).await? else {
+        let key = join_key(&ancestor, "zarr.json");
+        let Some(text) = fetch(store, &key, limits).await? else {
             continue;
         };
-        let Some(entries) = doc
-            .pointer("/consolidated_metadata/metadata")
-            .and_then(Value::as_object)
-        else {
+        let doc = parse(store, &key, &text)?;
+        let invalid = |e: String| {
+            let display = node_display(store, &ancestor);
+            ZarrError::metadata(display, format!("consolidated_metadata: {e}"))
+        };
+        let Some(consolidated) = doc.consolidated else {
             continue;
         };
+        let Some(metadata) = entry(consolidated, "metadata").map_err(invalid)? else {
+            continue;
+        };
+        // The group's own entry and its direct children, the others unparsed.
         let relative = parts[depth..].join("/");
-        let is_group = entries
-            .get(&relative)
-            .and_then(|e| e.get("node_type"))
-            .and_then(Value::as_str)
-            == Some("group");
+        let prefix = format!("{relative}/");
+        let direct = |k: &str| k.strip_prefix(&prefix).is_some_and(|n| !n.contains('/'));
+        let found = entries(metadata.get().as_bytes(), &|k| k == relative || direct(k))
+            .map_err(|e| invalid(e.to_string()))?;
+        let is_group = found.iter().any(|(k, v)| {
+            *k == relative
+                && entry(v, "node_type").ok().flatten().map(RawValue::get) == Some("\"group\"")
+        });
         if !is_group {
             continue;
         }
-        let prefix = format!("{relative}/");
-        let below: Map<String, Value> = entries
-            .iter()
-            .filter_map(|(k, v)| Some((k.strip_prefix(&prefix)?.to_string(), v.clone())))
+        let below = (found.into_iter())
+            .filter_map(|(k, v)| Some((k.strip_prefix(&prefix)?.to_string(), v.to_owned())))
             .collect();
         return Ok(Some(below));
     }
     Ok(None)
+}
+
+/// An error when the group at `path` has opened `limits.arrays` arrays already (each holds a
+/// few KB of parsed metadata and codecs: a group of 100,000 arrays took 540 MB).
+fn room_for_another(
+    store: &ZarrStore,
+    path: &str,
+    opened: (&[ArrayNode], &[UnreadableArray]),
+    limits: &Limits,
+) -> Result<()> {
+    let count = opened.0.len().saturating_add(opened.1.len());
+    match u64::try_from(count).is_ok_and(|n| n < limits.arrays) {
+        true => Ok(()),
+        false => Err(ZarrError::metadata(
+            node_display(store, path),
+            format!(
+                "it has more than {} arrays, the most a table opens (max_arrays): name the \
+                 arrays the table needs with the option 'arrays', or raise max_arrays",
+                limits.arrays
+            ),
+        )),
+    }
 }
 
 /// A child array as read: kept, or (invalid metadata, a size beyond a limit) noted as
@@ -411,13 +537,6 @@ fn keep(
     Ok(())
 }
 
-fn attributes_of(doc: &Value) -> Map<String, Value> {
-    doc.get("attributes")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default()
-}
-
 async fn open_v2_group(
     store: &ZarrStore,
     path: &str,
@@ -427,42 +546,49 @@ async fn open_v2_group(
 ) -> Result<Node> {
     let display = node_display(store, path);
     validate::zarr_format(&display, &zgroup, 2)?;
-    let attributes = get_json(store, &join_key(path, ".zattrs"), limits)
-        .await?
-        .and_then(|v| v.as_object().cloned())
-        .unwrap_or_default();
+    let attributes = v2_attributes(store, path, limits).await?;
     let (mut arrays, mut unreadable, mut groups) = (Vec::new(), Vec::new(), Vec::new());
     // zarr-python 2's consolidated metadata lives in `.zmetadata` at the store root.
-    let consolidated = get_json(store, ".zmetadata", limits)
-        .await?
-        .and_then(|v| v.get("metadata").and_then(Value::as_object).cloned());
-    if let Some(entries) = consolidated {
-        let prefix = if path.is_empty() {
-            String::new()
-        } else {
-            format!("{path}/")
+    let consolidated = fetch(store, ".zmetadata", limits).await?;
+    if let Some(text) = consolidated {
+        let invalid = |e: serde_json::Error| {
+            let message = format!("invalid .zmetadata: {e}");
+            ZarrError::metadata(node_display(store, ".zmetadata"), message)
         };
-        let mut names: Vec<&str> = entries
-            .keys()
-            .filter_map(|k| k.strip_prefix(prefix.as_str()))
-            .filter_map(|rest| rest.split_once('/'))
-            .filter(|(name, file)| {
-                !name.contains('/') && (*file == ".zarray" || *file == ".zgroup")
-            })
-            .map(|(name, _)| name)
-            .collect();
+        let prefix = match path.is_empty() {
+            true => String::new(),
+            false => format!("{path}/"),
+        };
+        // The documents of the direct children, the others unparsed.
+        let child_file = |key: &str| child_of(key, &prefix).is_some();
+        let metadata = entries(&text, &|k| k == "metadata").map_err(invalid)?;
+        let entries = match metadata.first() {
+            Some((_, metadata)) => {
+                entries(metadata.get().as_bytes(), &child_file).map_err(invalid)?
+            }
+            None => Vec::new(),
+        };
+        let names = entries.iter().filter_map(|(k, _)| child_of(k, &prefix));
+        let mut names: Vec<&str> = names.collect();
         names.sort_unstable();
         names.dedup();
-        for name in names {
-            let child_path = join_key(path, name);
-            if let Some(zarray) = entries.get(&format!("{child_path}/.zarray")) {
-                let zattrs = entries.get(&format!("{child_path}/.zattrs")).cloned();
-                let location = store.display_location();
-                let array = v2::array(location, &child_path, zarray.clone(), zattrs, limits);
-                keep(array, name, &mut arrays, &mut unreadable)?;
-            } else {
-                groups.push(name.to_string());
+        if metadata.is_empty() {
+            let found = (&mut arrays, &mut unreadable, &mut groups);
+            open_unconsolidated(store, path, 2, wanted, limits, found).await?;
+        }
+        let mut chosen_names = chosen(names.iter().copied(), wanted, &[]);
+        if wanted.is_some() {
+            // The named arrays, then the coordinates of their dimensions.
+            for name in chosen_names {
+                let found = (&mut arrays, &mut unreadable, &mut groups);
+                open_v2_consolidated(store, path, name, &entries, limits, found)?;
             }
+            let more = coordinates_to_probe(&arrays, wanted);
+            chosen_names = chosen(names.iter().copied(), None, &more);
+        }
+        for name in chosen_names {
+            let found = (&mut arrays, &mut unreadable, &mut groups);
+            open_v2_consolidated(store, path, name, &entries, limits, found)?;
         }
     } else {
         let found = (&mut arrays, &mut unreadable, &mut groups);
@@ -481,4 +607,47 @@ async fn open_v2_group(
         groups,
         metadata: zgroup,
     }))
+}
+
+/// Opens the V2 child `name` of the group at `path` from the consolidated documents.
+fn open_v2_consolidated(
+    store: &ZarrStore,
+    path: &str,
+    name: &str,
+    entries: &[(Cow<'_, str>, &RawValue)],
+    limits: &Limits,
+    (arrays, unreadable, groups): Found<'_>,
+) -> Result<()> {
+    let document = |key: &str| entries.iter().find(|(k, _)| k == key).map(|(_, v)| *v);
+    let child_path = join_key(path, name);
+    let child_display = node_display(store, &child_path);
+    let Some(zarray) = document(&format!("{child_path}/.zarray")) else {
+        if document(&format!("{child_path}/.zgroup")).is_some() {
+            groups.push(name.to_string());
+        }
+        return Ok(());
+    };
+    room_for_another(store, path, (arrays, unreadable), limits)?;
+    let zattrs = document(&format!("{child_path}/.zattrs"));
+    let array = Document::parse(zarray.get().as_bytes())
+        .map_err(|e| ZarrError::metadata(&child_display, invalid_entry(e)))
+        .and_then(|zarray| {
+            let zattrs = read_attributes(&child_display, zattrs)?;
+            let location = store.display_location();
+            v2::array(location, &child_path, zarray.fields, zattrs, limits)
+        });
+    keep(array, name, arrays, unreadable)
+}
+
+/// The name of the direct child whose document `key` of `.zmetadata` is, the group's keys
+/// beginning with `prefix`.
+fn child_of<'k>(key: &'k str, prefix: &str) -> Option<&'k str> {
+    let (name, file) = key.strip_prefix(prefix)?.split_once('/')?;
+    let file = [".zarray", ".zattrs", ".zgroup"].contains(&file);
+    (file && !name.contains('/')).then_some(name)
+}
+
+/// The message of a consolidated entry that is not a document.
+fn invalid_entry(error: String) -> String {
+    format!("its consolidated metadata entry: {error}")
 }

@@ -1,9 +1,9 @@
 //! [`GroupNode`], an opened group with its direct children, [`UnreadableArray`], a child whose
 //! metadata could not be read, and [`Node`], either kind of node.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::ArrayNode;
+use super::{ArrayNode, Attributes};
 use crate::error::ZarrError;
 
 /// A child array whose metadata could not be read.
@@ -39,7 +39,7 @@ pub struct GroupNode {
     /// 2 or 3.
     pub zarr_format: u8,
     /// Group attributes.
-    pub attributes: Map<String, Value>,
+    pub attributes: Attributes,
     /// Direct child arrays, sorted by name.
     pub arrays: Vec<ArrayNode>,
     /// Direct child arrays whose metadata is invalid, sorted by name: the group stays
@@ -47,7 +47,7 @@ pub struct GroupNode {
     pub unreadable: Vec<UnreadableArray>,
     /// Names of direct child groups, sorted.
     pub groups: Vec<String>,
-    /// The group's metadata document.
+    /// The group's metadata document, without its attributes and consolidated metadata.
     pub metadata: Value,
 }
 

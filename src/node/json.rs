@@ -7,19 +7,35 @@
 //! rewritten here, by hand, into the strings `"NaN"`, `"Infinity"` and `"-Infinity"` that
 //! the Zarr V3 specification uses for non-finite fill values.
 
-use serde_json::Value;
+use std::borrow::Cow;
 
-/// Parses JSON with serde_json's nesting limit (128), so deeply nested input is an error, not
-/// a stack overflow. Bare non-finite numbers are read as their Zarr V3 strings.
-pub(super) fn parse_json(bytes: &[u8]) -> Result<Value, serde_json::Error> {
-    match serde_json::from_slice(bytes) {
-        Ok(doc) => Ok(doc),
-        Err(e) => match quote_non_finite(bytes) {
-            // The first error, which names the place in the document as written.
-            Some(rewritten) => serde_json::from_slice(&rewritten).map_err(|_| e),
-            None => Err(e),
-        },
+/// `bytes` as JSON: with `NaN`, `Infinity` and `-Infinity` outside strings quoted when it has
+/// any (a copy), else `bytes` themselves.
+pub(super) fn normalized(bytes: &[u8]) -> Cow<'_, [u8]> {
+    match has_non_finite(bytes) {
+        true => quote_non_finite(bytes).map_or(Cow::Borrowed(bytes), Cow::Owned),
+        false => Cow::Borrowed(bytes),
     }
+}
+
+/// Whether `bytes` may hold a bare non-finite number: an `N` or an `I` outside strings.
+fn has_non_finite(bytes: &[u8]) -> bool {
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in bytes {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+        } else if b == b'"' {
+            in_string = true;
+        } else if b == b'N' || b == b'I' {
+            return true;
+        }
+    }
+    false
 }
 
 /// `bytes` with `NaN`, `Infinity` and `-Infinity` outside strings quoted, or `None` when
@@ -57,7 +73,7 @@ fn quote_non_finite(bytes: &[u8]) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
 
@@ -65,14 +81,14 @@ mod tests {
     fn bare_non_finite_numbers_read_as_their_v3_strings() {
         let doc =
             br#"{"valid_max": NaN, "range": [-Infinity,Infinity], "s": "NaN \" NaN", "n": 1}"#;
+        let parsed: Value = serde_json::from_slice(&normalized(doc)).unwrap();
         assert_eq!(
-            parse_json(doc).unwrap(),
+            parsed,
             json!({"valid_max": "NaN", "range": ["-Infinity", "Infinity"], "s": "NaN \" NaN", "n": 1})
         );
-        // Other invalid JSON keeps serde_json's error, at its place in the document.
-        let e = parse_json(br#"{"a": NaN, "b": nope}"#).unwrap_err();
-        assert!(e.to_string().contains("column 7"), "{e}");
-        assert!(parse_json(br#"{"a": Nan}"#).is_err());
+        // Without them, the text itself; other invalid JSON stays invalid.
+        assert!(matches!(normalized(br#"{"a": "NaN"}"#), Cow::Borrowed(_)));
+        assert!(serde_json::from_slice::<Value>(&normalized(br#"{"a": Nan}"#)).is_err());
         assert_eq!(quote_non_finite(br#"{"a": "Infinity"}"#), None);
     }
 }

@@ -9,15 +9,18 @@
 //! types, handed to zarrs as the storage it reads; [`validate`] holds the checks where the
 //! `fixed_length_utf32` specification and Zarr are stricter than zarr-python or zarrs;
 //! [`cf_attributes`] reads the CF conventions of its attributes (times, packed numbers); [`json`] parses
-//! documents as Python writes them (bare `NaN`); [`characters`] joins netCDF character
+//! documents as Python writes them (bare `NaN`); [`document`] reads a document as far as it is
+//! used, [`attributes`] keeps a node's attributes as written and parses the used ones; [`characters`] joins netCDF character
 //! arrays into strings as xarray does; [`array`] builds the [`ArrayNode`] ([`array_node`]: the zarrs array, the element kind, the
 //! shard layout); [`group_node`] holds the group and [`Node`] types.
 
 mod array;
 mod array_node;
+mod attributes;
 pub mod cf_attributes;
 mod characters;
 mod discover;
+mod document;
 mod group_node;
 mod json;
 mod numpy_types;
@@ -27,6 +30,7 @@ mod validate;
 
 pub(crate) use array::display_in;
 pub use array_node::{ArrayNode, ElementKind, InnerChunks, ZarrsArray};
+pub use attributes::Attributes;
 pub(crate) use discover::{open_node, parse_array};
 pub use group_node::{GroupNode, Node, UnreadableArray};
 pub(crate) use numpy_types::NAT;

@@ -1,9 +1,11 @@
 //! Zarr V2 arrays: `.zarray` (with `.zattrs` for xarray's dimension names) handed to zarrs.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use zarrs::array::{ArrayMetadata, ArrayMetadataV2};
 
-use super::{ArrayNode, ElementKind, array, characters, display_in, numpy_types, validate};
+use super::{
+    ArrayNode, Attributes, ElementKind, array, characters, display_in, numpy_types, validate,
+};
 use crate::error::{Result, ZarrError};
 use crate::limits::Limits;
 
@@ -13,14 +15,11 @@ pub(super) fn array(
     location: &str,
     path: &str,
     zarray: Value,
-    zattrs: Option<Value>,
+    zattrs: Attributes,
     limits: &Limits,
 ) -> Result<ArrayNode> {
     let node = as_written(location, path, zarray, zattrs, limits)?;
-    let joined = |mut doc: Value| {
-        let zattrs = doc.as_object_mut().and_then(|d| d.remove("attributes"));
-        as_written(location, path, doc, zattrs, limits)
-    };
+    let joined = |doc: Value, zattrs| as_written(location, path, doc, zattrs, limits);
     Ok(characters::attach(node, limits, &joined))
 }
 
@@ -29,7 +28,7 @@ fn as_written(
     location: &str,
     path: &str,
     mut zarray: Value,
-    zattrs: Option<Value>,
+    attributes: Attributes,
     limits: &Limits,
 ) -> Result<ArrayNode> {
     let display = display_in(location, path);
@@ -53,13 +52,12 @@ fn as_written(
     if is_unicode && zarray.get("fill_value").is_some_and(Value::is_null) {
         zarray["fill_value"] = Value::String(String::new());
     }
-    let attributes = zattrs.unwrap_or_else(|| Value::Object(Map::new()));
     let shape_len = zarray
         .get("shape")
         .and_then(Value::as_array)
         .map_or(0, Vec::len);
     // xarray's names of the dimensions: a list of strings (xarray refuses anything else).
-    let names = attributes.get("_ARRAY_DIMENSIONS").filter(|n| !n.is_null());
+    let names = (attributes.get("_ARRAY_DIMENSIONS")).filter(|n| !n.is_null());
     let listed = names.map(|names| {
         let names = names
             .as_array()
@@ -140,15 +138,14 @@ fn as_written(
     }
     let meta: ArrayMetadataV2 = serde_json::from_value(for_zarrs)
         .map_err(|e| ZarrError::metadata(&display, format!("invalid .zarray: {e}")))?;
-    let mut doc = zarray;
-    doc["attributes"] = attributes;
     let parsed = array::Parsed {
         display,
         zarr_format: 2,
         data_type_name,
         dimension_names,
         meta: ArrayMetadata::V2(meta),
-        doc,
+        doc: zarray,
+        attributes,
         kind,
     };
     let mut node = array::finish(parsed, path, limits)?;

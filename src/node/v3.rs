@@ -3,20 +3,32 @@
 use serde_json::Value;
 use zarrs::array::{ArrayMetadata, ArrayMetadataV3};
 
-use super::{ArrayNode, array, characters, display_in, numpy_types, validate};
+use super::{ArrayNode, Attributes, array, characters, display_in, numpy_types, validate};
 use crate::error::{Result, ZarrError};
 use crate::limits::Limits;
 
 /// Builds a V3 array node from its `zarr.json`, with its strings joined when it is a netCDF
 /// character array.
-pub(super) fn array(location: &str, path: &str, doc: Value, limits: &Limits) -> Result<ArrayNode> {
-    let node = as_written(location, path, doc, limits)?;
-    let joined = |doc: Value| as_written(location, path, doc, limits);
+pub(super) fn array(
+    location: &str,
+    path: &str,
+    doc: Value,
+    attributes: Attributes,
+    limits: &Limits,
+) -> Result<ArrayNode> {
+    let node = as_written(location, path, doc, attributes, limits)?;
+    let joined = |doc: Value, attributes| as_written(location, path, doc, attributes, limits);
     Ok(characters::attach(node, limits, &joined))
 }
 
-/// Builds a V3 array node from its `zarr.json` as written.
-fn as_written(location: &str, path: &str, mut doc: Value, limits: &Limits) -> Result<ArrayNode> {
+/// Builds a V3 array node from its `zarr.json` (without its attributes) as written.
+fn as_written(
+    location: &str,
+    path: &str,
+    mut doc: Value,
+    attributes: Attributes,
+    limits: &Limits,
+) -> Result<ArrayNode> {
     let display = display_in(location, path);
     let data_type = doc
         .get("data_type")
@@ -75,6 +87,7 @@ fn as_written(location: &str, path: &str, mut doc: Value, limits: &Limits) -> Re
         dimension_names,
         meta: ArrayMetadata::V3(meta),
         doc,
+        attributes,
         kind,
     };
     array::finish(parsed, path, limits)

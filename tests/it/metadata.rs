@@ -227,13 +227,35 @@ async fn lone_surrogate_fill_as_zarr_python_writes_it() {
 #[tokio::test]
 async fn deeply_nested_json_is_an_error_not_a_crash() {
     let dir = edited(|_| {});
-    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
-    std::fs::write(dir.path().join("zarr.json"), deep).unwrap();
+    let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    std::fs::write(dir.path().join("zarr.json"), deep(100_000)).unwrap();
     let e = open_error(&dir).await;
     assert!(
-        e.contains("not valid JSON") && e.contains("recursion"),
+        e.contains("not valid JSON") && e.contains("expected a JSON object"),
         "{e}"
     );
+    // Within the document: a key read as a value and an attribute that is used reach
+    // serde_json's nesting limit; an attribute that is not used is kept as written, unparsed.
+    let nested = |edit: fn(&mut Value), n: usize| {
+        let dir = edited(edit);
+        let path = dir.path().join("zarr.json");
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("\"NESTED\"", &deep(n))).unwrap();
+        dir
+    };
+    let codecs = nested(|doc| doc["codecs"] = "NESTED".into(), 100_000);
+    let e = open_error(&codecs).await;
+    assert!(e.contains("recursion"), "{e}");
+    let units = nested(|doc| doc["attributes"]["units"] = "NESTED".into(), 200);
+    let e = open_error(&units).await;
+    assert!(e.contains("its attribute units") && e.contains("recursion"), "{e}");
+    let history = nested(|doc| doc["attributes"]["history"] = "NESTED".into(), 100_000);
+    let sql = format!(
+        "SELECT count(*) AS n FROM read_zarr('{}')",
+        history.path().display()
+    );
+    let batches = query(&context(), &sql).await.unwrap();
+    assert_eq!(to_json(column(&batches, "n").as_ref()), [serde_json::json!(8)]);
 }
 
 #[tokio::test]

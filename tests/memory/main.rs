@@ -4,6 +4,7 @@
 
 mod bombs;
 mod codecs;
+mod large_documents;
 mod metadata_edges;
 
 #[global_allocator]
