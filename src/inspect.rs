@@ -9,7 +9,7 @@ use crate::limits::Limits;
 use crate::node::{ArrayNode, ElementKind, Node, open_node};
 use crate::options::ZarrOptions;
 use crate::store::{ZarrStore, join_key};
-use crate::table::TableModel;
+use crate::table::{ColumnSource, TableModel};
 
 /// Describes the node at `options.path` of the store at `location` and everything below it
 /// as JSON: for each group and array its metadata (data type, shape, chunk and shard shape,
@@ -82,13 +82,20 @@ async fn describe(store: &ZarrStore, node: Node, options: &ZarrOptions) -> Resul
 fn table_schema(store: &ZarrStore, node: &Node, options: &ZarrOptions) -> Value {
     match TableModel::new(store.clone(), node.clone(), options.clone()) {
         Ok(model) => {
-            let columns: Vec<Value> = model
-                .schema
-                .fields()
-                .iter()
-                .map(|f| json!({"name": f.name(), "type": f.data_type().to_string(), "nullable": f.is_nullable()}))
+            let columns: Vec<Value> = (model.schema.fields().iter().zip(&model.columns))
+                .map(|(f, c)| {
+                    let mut column = json!({"name": f.name(), "type": f.data_type().to_string(), "nullable": f.is_nullable()});
+                    // A coordinate of an ancestor group (DataTree's inheritance).
+                    if let ColumnSource::Coordinate { array, .. } = &c.source {
+                        let parent = array.path.rsplit_once('/').map_or("", |(p, _)| p);
+                        if parent != model.path {
+                            column["inherited_from"] = json!(format!("/{parent}"));
+                        }
+                    }
+                    column
+                })
                 .collect();
-            json!({"columns": columns, "rows": model.num_rows().ok()})
+            json!({"columns": columns, "rows": model.num_rows().ok(), "left_out": model.left_out})
         }
         Err(e) => json!({"error": e.to_string()}),
     }

@@ -159,6 +159,9 @@ pub(crate) struct TableModel {
     /// The opened node (for `inspect` and provenance); a group's arrays are its columns, not
     /// kept here again.
     pub node: Node,
+    /// A group's arrays that are not in its table, each with why (`time_bnds(time, bnds):
+    /// dimension bnds not in the table`): shown in `EXPLAIN` and `inspect`.
+    pub left_out: Vec<String>,
 }
 
 impl TableModel {
@@ -210,7 +213,11 @@ impl TableModel {
         let mut columns = Vec::new();
         for dim in 0..array.shape.len() {
             columns.push(Column {
-                name: index_name(&array, dim, std::slice::from_ref(&array.name)),
+                name: index_name(
+                    &array.dimension_names,
+                    dim,
+                    std::slice::from_ref(&array.name),
+                ),
                 source: ColumnSource::Index { dim },
                 plan: ValuePlan::index(),
             });
@@ -237,10 +244,14 @@ impl TableModel {
     fn for_group(
         store: ZarrStore,
         arrays: Vec<ArrayNode>,
-        group: GroupNode,
+        mut group: GroupNode,
         options: ZarrOptions,
     ) -> Result<Self> {
         let all: Vec<Arc<ArrayNode>> = arrays.into_iter().map(Arc::new).collect();
+        let inherited: Vec<Arc<ArrayNode>> = std::mem::take(&mut group.inherited)
+            .into_iter()
+            .map(Arc::new)
+            .collect();
         let dims_of = |a: &ArrayNode| -> Vec<String> {
             a.dimension_names.iter().flatten().cloned().collect()
         };
@@ -345,8 +356,31 @@ impl TableModel {
             }
             Some(Placement::Along(dims))
         };
+        // Without `arrays`, the table is the largest consistent one: an array that does not
+        // fit it (CF bounds: `time_bnds(time, bnds)` beside `tas(time, lat, lon)`) is left out
+        // and named, readable on its own by its path.
+        let mut left_out = Vec::new();
+        let values: Vec<Arc<ArrayNode>> = match (&options.arrays, grid) {
+            (None, Some(grid)) => (values.iter())
+                .filter(|a| match place(a) {
+                    Some(_) => true,
+                    None => {
+                        left_out.push(misfit(a, grid));
+                        false
+                    }
+                })
+                .cloned()
+                .collect(),
+            _ => values.clone(),
+        };
         let misfits: Vec<&Arc<ArrayNode>> = values.iter().filter(|a| place(a).is_none()).collect();
-        if let (Some(grid), false) = (grid, misfits.is_empty()) {
+        // Named with `arrays`, arrays along other dimensions give xarray's `to_dataframe`: the
+        // product over the union of the dimensions (each `tas` value once per `bnds`).
+        let extra = match (grid, misfits.is_empty()) {
+            (Some(grid), false) => product_dimensions(grid, &values),
+            _ => Some(Vec::new()),
+        };
+        if let (Some(grid), None) = (grid, &extra) {
             let describe = |x: &ArrayNode| {
                 let names: Vec<&str> = (x.dimension_names.iter())
                     .map(|d| d.as_deref().unwrap_or("?"))
@@ -369,14 +403,36 @@ impl TableModel {
         let Some(first) = grid.map(Arc::clone) else {
             return Err(ZarrError::internal("a group table without arrays"));
         };
-        let shape = first.shape.clone();
+        let extra = extra.unwrap_or_default();
+        let mut shape = first.shape.clone();
+        let mut dimensions = first.dimension_names.clone();
+        for (name, len) in &extra {
+            shape.push(*len);
+            dimensions.push(Some(name.clone()));
+        }
+        let place = |a: &ArrayNode| match extra.is_empty() {
+            true => place(a),
+            false => {
+                let along = (a.dimension_names.iter().flatten())
+                    .map(|name| dimensions.iter().position(|d| d.as_ref() == Some(name)));
+                along.collect::<Option<Vec<usize>>>().map(Placement::Along)
+            }
+        };
         let value_names: Vec<String> = values.iter().map(|a| a.name.clone()).collect();
         let mut columns = Vec::new();
         for (dim, len) in shape.iter().enumerate() {
-            let coordinate = first.dimension_names[dim].as_ref().and_then(|d| {
+            let coordinate = dimensions[dim].as_ref().and_then(|d| {
                 coordinates
                     .iter()
                     .find(|c| &c.name == d && !value_names.contains(&c.name))
+            });
+            // None in the group: an ancestor's of the dimension's length, as DataTree
+            // inherits it (one of another length is not the same dimension).
+            let coordinate = coordinate.or_else(|| {
+                let d = dimensions[dim].as_ref()?;
+                inherited.iter().find(|c| {
+                    &c.name == d && c.shape.first() == Some(len) && !value_names.contains(d)
+                })
             });
             // xarray refuses such a dataset ("conflicting sizes for dimension"); an index
             // column under the coordinate's name would pass for its values.
@@ -399,7 +455,7 @@ impl TableModel {
                     plan: value_plan(c, &options)?,
                 }),
                 None => columns.push(Column {
-                    name: index_name(&first, dim, &value_names),
+                    name: index_name(&dimensions, dim, &value_names),
                     source: ColumnSource::Index { dim },
                     plan: ValuePlan::index(),
                 }),
@@ -421,7 +477,7 @@ impl TableModel {
             };
             columns.push(Column { name, source, plan });
         }
-        Self::finish(
+        let mut model = Self::finish(
             store,
             group.path.clone(),
             group.display.clone(),
@@ -430,7 +486,9 @@ impl TableModel {
             columns,
             Node::Group(group),
             options,
-        )
+        )?;
+        model.left_out = left_out;
+        Ok(model)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -471,17 +529,72 @@ impl TableModel {
             limits: Limits::of(&options),
             options,
             node,
+            left_out: Vec::new(),
         };
         model.num_rows()?;
         Ok(model)
     }
 }
 
+/// The dimensions beyond `grid`'s, with their lengths, of the product of `values` over the
+/// union of their dimensions, as xarray's `to_dataframe` builds it; `None` when there is no
+/// such product: a dimension without a name, one named twice in an array, or one name of
+/// two lengths.
+fn product_dimensions(grid: &ArrayNode, values: &[Arc<ArrayNode>]) -> Option<Vec<(String, u64)>> {
+    let mut all: Vec<(String, u64)> = Vec::new();
+    for array in std::iter::once(grid).chain(values.iter().map(|a| a.as_ref())) {
+        let mut seen = Vec::new();
+        for (name, &len) in array.dimension_names.iter().zip(&array.shape) {
+            let name = name.as_ref()?;
+            if seen.contains(&name) {
+                return None;
+            }
+            seen.push(name);
+            match all.iter().find(|(n, _)| n == name) {
+                Some((_, known)) if *known != len => return None,
+                Some(_) => {}
+                None => all.push((name.clone(), len)),
+            }
+        }
+    }
+    Some(all.split_off(grid.shape.len()))
+}
+
+/// `array` as left out of a table whose grid is `grid`, with why: `name(dims): reason`.
+fn misfit(array: &ArrayNode, grid: &ArrayNode) -> String {
+    let names: Vec<&str> = (array.dimension_names.iter())
+        .map(|d| d.as_deref().unwrap_or("?"))
+        .collect();
+    let position =
+        |name: &str| (grid.dimension_names.iter()).position(|d| d.as_deref() == Some(name));
+    let mut seen = Vec::new();
+    let mut reason = "its dimensions are not the table's".to_string();
+    for (name, len) in array.dimension_names.iter().zip(&array.shape) {
+        let Some(name) = name else {
+            reason = "a dimension without a name".into();
+            break;
+        };
+        let Some(dim) = position(name) else {
+            reason = format!("dimension {name} not in the table");
+            break;
+        };
+        if let Some(&table_len) = grid.shape.get(dim).filter(|&&l| l != *len) {
+            reason = format!("dimension {name} has {len} values, the table's {table_len}");
+            break;
+        }
+        if seen.contains(&dim) {
+            reason = format!("dimension {name} twice");
+            break;
+        }
+        seen.push(dim);
+    }
+    format!("{}({}): {reason}", array.name, names.join(", "))
+}
+
 /// The name of the index column of `dim`: the dimension name, or `dim_<i>`; `<name>_index`
 /// when it would clash with a value column.
-fn index_name(array: &ArrayNode, dim: usize, value_names: &[String]) -> String {
-    let name = array
-        .dimension_names
+fn index_name(dimensions: &[Option<String>], dim: usize, value_names: &[String]) -> String {
+    let name = dimensions
         .get(dim)
         .cloned()
         .flatten()

@@ -163,3 +163,96 @@ def test_character_arrays_equal_xarrays_strings(ctx, tmp_path, zarr_format: int)
     for column in want.columns:
         assert got[column].tolist() == want[column].tolist(), column
     assert any(s == "" for s in got["name"]) and any(len(s) > 2 for s in got["name"])
+
+
+def _cmip(rng, t=6, ny=4, nx=5):
+    time = np.array("2000-01-01", dtype="datetime64[ns]") + np.arange(t) * np.timedelta64(1, "D")
+    ds = xr.Dataset(
+        {
+            "tas": (("time", "lat", "lon"), rng.normal(280, 5, size=(t, ny, nx)).astype("float32")),
+            "time_bnds": (("time", "bnds"), np.stack([time, time + np.timedelta64(1, "D")], axis=1)),
+            "lat_bnds": (("lat", "bnds"), rng.uniform(size=(ny, 2))),
+            "lon_bnds": (("lon", "bnds"), rng.uniform(size=(nx, 2))),
+        },
+        coords={"time": time, "lat": np.linspace(-60, 60, ny), "lon": np.linspace(0, 300, nx), "height": 2.0},
+    )
+    ds.time.attrs["bounds"] = "time_bnds"
+    return ds
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_cf_bounds_are_left_out_of_the_group_table(ctx, tmp_path, zarr_format: int) -> None:
+    """A CMIP-style dataset: tas(time, lat, lon) beside time_bnds, lat_bnds, lon_bnds along
+    bnds, and a scalar height. The group's table is xarray's to_dataframe of the variables
+    without bnds; the bounds are left out, named in EXPLAIN, and readable by their path."""
+    ds = _cmip(np.random.default_rng(11))
+    path = tmp_path / "cmip.zarr"
+    ds.to_zarr(path, zarr_format=zarr_format, consolidated=True, encoding={"tas": {"chunks": (2, 2, 5)}})
+    back = xr.open_zarr(path).load()
+    keep = [v for v in back.data_vars if "bnds" not in back[v].dims]
+    want = back[keep].to_dataframe().reset_index().sort_values(["time", "lat", "lon"])
+
+    got = ctx.sql(f"SELECT * FROM read_zarr('{path}') ORDER BY time, lat, lon").to_pandas()
+    assert list(got.columns) == ["time", "lat", "lon", "height", "tas"]
+    for column in got.columns:
+        assert got[column].tolist() == want[column].tolist(), column
+
+    mean = ctx.sql(f"SELECT avg(tas) AS m FROM read_zarr('{path}')").to_pandas()["m"][0]
+    assert mean == pytest.approx(float(back["tas"].astype("float64").mean()), rel=1e-12)
+
+    plan = ctx.sql(f"EXPLAIN SELECT avg(tas) FROM read_zarr('{path}')").to_pandas()
+    text = " ".join(plan["plan"])
+    for bounds, along in [("lat_bnds", "lat"), ("lon_bnds", "lon"), ("time_bnds", "time")]:
+        assert f"{bounds}({along}, bnds): dimension bnds not in the table" in text, text
+
+    n = ctx.sql(f"SELECT count(*) AS n FROM read_zarr('{path}', 'time_bnds')").to_pandas()["n"][0]
+    assert n == back["time_bnds"].size
+
+    # Named with `arrays`: xarray's product over the union of the dimensions.
+    want = back[["tas", "time_bnds", "lat_bnds"]].to_dataframe().reset_index()
+    want = want.sort_values(["time", "lat", "lon", "bnds"]).reset_index(drop=True)
+    got = ctx.sql(
+        f"SELECT * FROM read_zarr('{path}', '', 'arrays', 'tas,time_bnds,lat_bnds,height') "
+        "ORDER BY time, lat, lon, bnds"
+    ).to_pandas()
+    assert sorted(got.columns) == sorted(want.columns)
+    assert len(got) == len(want) == 2 * back["tas"].size
+    for column in want.columns:
+        assert got[column].tolist() == want[column].tolist(), column
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_datatree_groups_inherit_their_ancestors_coordinates(ctx, tmp_path, zarr_format: int) -> None:
+    """A DataTree of three levels: time at the root, site in /sites, temp(time, site) in
+    /sites/alpine, and /own with a time coordinate of its own. Each group's table is
+    open_datatree(...)[path].to_dataset().to_dataframe(); a time filter prunes chunks."""
+    rng = np.random.default_rng(12)
+    t = 8
+    time = np.array("2000-01-01", dtype="datetime64[ns]") + np.arange(t) * np.timedelta64(1, "D")
+    tree = xr.DataTree.from_dict({
+        "/": xr.Dataset(coords={"time": time}),
+        "/sites": xr.Dataset({"pressure": (("time", "site"), rng.normal(size=(t, 3)))},
+                             coords={"site": ["Åre", "Bø", "Cádiz"]}),
+        "/sites/alpine": xr.Dataset({"temp": (("time", "site"), rng.normal(size=(t, 3)))}),
+        "/own": xr.Dataset({"level": (("time",), rng.normal(size=t))}, coords={"time": time}),
+    })
+    path = tmp_path / "tree.zarr"
+    encoding = {"/sites/alpine": {"temp": {"chunks": (2, 3)}}, "/sites": {"pressure": {"chunks": (2, 3)}}}
+    tree.to_zarr(path, zarr_format=zarr_format, consolidated=True, encoding=encoding)
+    back = xr.open_datatree(path, engine="zarr")
+
+    for group, dims in [("sites", ["time", "site"]), ("sites/alpine", ["time", "site"]), ("own", ["time"])]:
+        want = back[group].to_dataset().to_dataframe().reset_index().sort_values(dims)
+        got = ctx.sql(f"SELECT * FROM read_zarr('{path}', '{group}') ORDER BY {', '.join(dims)}").to_pandas()
+        assert sorted(got.columns) == sorted(want.columns), group
+        for column in want.columns:
+            assert got[column].tolist() == want[column].tolist(), (group, column)
+
+    query = f"SELECT temp FROM read_zarr('{path}', 'sites/alpine') WHERE time >= TIMESTAMP '2000-01-07'"
+    plan = " ".join(ctx.sql(f"EXPLAIN {query}").to_pandas()["plan"])
+    assert "chunks_pruned=3" in plan, plan
+    got = sorted(ctx.sql(query).to_pandas()["temp"].tolist())
+    alpine = back["sites/alpine"].to_dataset()
+    assert got == sorted(alpine["temp"].sel(time=slice("2000-01-07", None)).values.ravel().tolist())

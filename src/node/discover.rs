@@ -31,6 +31,9 @@ pub(crate) async fn open_node(
     crate::codecs::register();
     let path = normalize_node_path(path)?;
     let mut node = open_at(store, &path, limits, wanted).await?;
+    if let Node::Group(group) = &mut node {
+        group.inherited = inherited_coordinates(store, group, limits).await;
+    }
     // Whether a character array's strings join depends on its group's other arrays, as in
     // xarray: an array opened alone is judged among them (alone at the store's root).
     if let Node::Array(array) = &mut node
@@ -60,6 +63,40 @@ pub(crate) async fn open_node(
         }
     }
     Ok(node)
+}
+
+/// The coordinates `group` inherits, as xarray's DataTree does: for each dimension of its
+/// arrays without an array of its name in the group, the 1-D array of that name along it in
+/// each ancestor, nearest first. An ancestor that cannot be opened gives none.
+async fn inherited_coordinates(
+    store: &ZarrStore,
+    group: &GroupNode,
+    limits: &Limits,
+) -> Vec<ArrayNode> {
+    let mut missing: Vec<String> = (group.arrays.iter())
+        .flat_map(|a| a.dimension_names.iter().flatten())
+        .filter(|d| !group.arrays.iter().any(|a| &a.name == *d))
+        .cloned()
+        .collect();
+    missing.sort();
+    missing.dedup();
+    let mut inherited = Vec::new();
+    let mut path = group.path.as_str();
+    while !missing.is_empty() && !path.is_empty() {
+        path = path.rsplit_once('/').map_or("", |(parent, _)| parent);
+        let Ok(Node::Group(ancestor)) = open_at(store, path, limits, Some(&missing)).await else {
+            continue;
+        };
+        let along_itself = |a: &ArrayNode| {
+            a.shape.len() == 1
+                && a.kind.is_some()
+                && a.dimension_names.first().and_then(Option::as_ref) == Some(&a.name)
+        };
+        (ancestor.arrays.into_iter())
+            .filter(|a| missing.contains(&a.name) && along_itself(a))
+            .for_each(|a| inherited.push(a));
+    }
+    inherited
 }
 
 /// Parses one array's metadata document (`zarr.json`, or `.zarray` for Zarr V2) without I/O:
@@ -249,6 +286,7 @@ async fn open_v3(
                 unreadable,
                 groups,
                 metadata: doc.fields,
+                inherited: Vec::new(),
             }))
         }
         _ => Err(ZarrError::metadata(
@@ -606,6 +644,7 @@ async fn open_v2_group(
         unreadable,
         groups,
         metadata: zgroup,
+        inherited: Vec::new(),
     }))
 }
 

@@ -49,6 +49,10 @@ pub struct GroupNode {
     pub groups: Vec<String>,
     /// The group's metadata document, without its attributes and consolidated metadata.
     pub metadata: Value,
+    /// Coordinates of its ancestors, nearest first, named as dimensions of its arrays that
+    /// have none of their own: xarray's DataTree inherits them (a table takes the first of
+    /// the dimension's length).
+    pub inherited: Vec<ArrayNode>,
 }
 
 /// An opened node.

@@ -396,6 +396,9 @@ impl ZarrScanExec {
         if let Some(limit) = self.limit {
             fields.push(("limit", limit.to_string()));
         }
+        if !self.model.left_out.is_empty() {
+            fields.push(("left_out", list(self.model.left_out.clone())));
+        }
         if self.lanes > 0 {
             fields.push(("ordered_lanes", self.lanes.to_string()));
         }

@@ -16,13 +16,22 @@ pub(crate) struct UnitGrid {
     array: Arc<ArrayNode>,
     shape: Vec<u64>,
     count: u64,
+    /// The lengths of the table's dimensions beyond the grid array's (a product over the
+    /// union of the arrays' dimensions): each unit spans them whole.
+    extra: Vec<u64>,
 }
 
 impl UnitGrid {
     /// The work units of `model`.
     pub(crate) fn of(model: &TableModel) -> Result<Self> {
         let array = model.grid.clone();
-        let shape = ReadGrid::of(&array).grid_shape()?;
+        let mut shape = ReadGrid::of(&array).grid_shape()?;
+        let extra = model
+            .shape
+            .get(array.shape.len()..)
+            .unwrap_or_default()
+            .to_vec();
+        shape.extend(extra.iter().map(|_| 1));
         let count = shape
             .iter()
             .try_fold(1u64, |acc, &d| acc.checked_mul(d))
@@ -31,6 +40,7 @@ impl UnitGrid {
             array,
             shape,
             count,
+            extra,
         })
     }
 
@@ -46,7 +56,12 @@ impl UnitGrid {
 
     /// Origin and extent (cut to the array's bounds) of unit `id`.
     pub(crate) fn bounds(&self, id: u64) -> Result<(Vec<u64>, Vec<u64>)> {
-        ReadGrid::of(&self.array).bounded(&unravel(id, &self.shape))
+        let mut indices = unravel(id, &self.shape);
+        indices.truncate(self.array.shape.len());
+        let (mut origin, mut extent) = ReadGrid::of(&self.array).bounded(&indices)?;
+        origin.extend(self.extra.iter().map(|_| 0));
+        extent.extend_from_slice(&self.extra);
+        Ok((origin, extent))
     }
 
     /// The box of unit `id`: one range of elements per dimension.

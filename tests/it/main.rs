@@ -1,6 +1,7 @@
 //! The library's integration tests, as modules of one binary (each test binary links all of
 //! DataFusion). The memory bounds are in `tests/memory`, a binary of their own.
 
+mod climate;
 mod concurrency;
 mod corpus;
 mod differential;

@@ -248,14 +248,23 @@ async fn deeply_nested_json_is_an_error_not_a_crash() {
     assert!(e.contains("recursion"), "{e}");
     let units = nested(|doc| doc["attributes"]["units"] = "NESTED".into(), 200);
     let e = open_error(&units).await;
-    assert!(e.contains("its attribute units") && e.contains("recursion"), "{e}");
-    let history = nested(|doc| doc["attributes"]["history"] = "NESTED".into(), 100_000);
+    assert!(
+        e.contains("its attribute units") && e.contains("recursion"),
+        "{e}"
+    );
+    let history = nested(
+        |doc| doc["attributes"]["history"] = "NESTED".into(),
+        100_000,
+    );
     let sql = format!(
         "SELECT count(*) AS n FROM read_zarr('{}')",
         history.path().display()
     );
     let batches = query(&context(), &sql).await.unwrap();
-    assert_eq!(to_json(column(&batches, "n").as_ref()), [serde_json::json!(8)]);
+    assert_eq!(
+        to_json(column(&batches, "n").as_ref()),
+        [serde_json::json!(8)]
+    );
 }
 
 #[tokio::test]
@@ -448,7 +457,19 @@ async fn arrays_of_the_tables_rank_pair_by_dimension_name() {
             // The index columns are named after the array naming the most dimensions.
             assert!(batches[0].schema().field_with_name("time").is_ok());
         } else {
-            let e = open_error_at(group, "").await;
+            // Without `arrays`, v is left out of u's table, and named with why.
+            let batches = result.unwrap_or_else(|e| panic!("{dims_u} {dims_v}: {e}"));
+            assert!(batches[0].schema().field_with_name("v").is_err());
+            let explained = query(&context(), &format!("EXPLAIN {sql}")).await.unwrap();
+            let explained = show(column(&explained, "plan").as_ref()).join("\n");
+            let left_out = format!("left_out=[v({}): dimension ", dims_list(&dims_v));
+            assert!(explained.contains(&left_out), "{explained}");
+            // Named with `arrays`, an error naming both.
+            let e = error_of(&format!(
+                "SELECT * FROM read_zarr('{}', '', 'arrays', 'u,v')",
+                group.display()
+            ))
+            .await;
             let described =
                 |name: &str, dims: &Value| format!("{name} {shape:?} ({})", dims_list(dims));
             assert!(
@@ -480,7 +501,8 @@ fn dims_list(dims: &Value) -> String {
 }
 /// A group of a 2-D array `v(time, x)` and 1-D arrays: one along `x` is repeated along `time`
 /// (as xarray's to_dataframe does); one along a dimension `v` does not have, or with no
-/// dimension name, or of another length, is an error naming the shapes.
+/// dimension name, or of another length, is left out and named (an error naming the shapes
+/// when `arrays` names it).
 #[tokio::test]
 async fn one_dimensional_arrays_repeat_along_the_tables_other_dimensions() {
     let dir = tempfile::tempdir().unwrap();
@@ -509,13 +531,41 @@ async fn one_dimensional_arrays_repeat_along_the_tables_other_dimensions() {
         to_json(column(&batches, "x").as_ref()),
         [0, 1, 2, 0, 1, 2].map(|i| json!(i))
     );
-    for (name, shape, dims) in [
-        ("b", vec![3], json!(["y"])),
-        ("c", vec![3], json!([null])),
-        ("d", vec![2], json!(["x"])),
+    for (name, shape, dims, why) in [
+        (
+            "b",
+            vec![3],
+            json!(["y"]),
+            "b(y): dimension y not in the table",
+        ),
+        (
+            "c",
+            vec![3],
+            json!([null]),
+            "c(?): a dimension without a name",
+        ),
+        (
+            "d",
+            vec![2],
+            json!(["x"]),
+            "d(x): dimension x has 2 values, the table's 3",
+        ),
     ] {
         write(name, array(shape, dims, 0));
-        let e = open_error_at(group, "").await;
+        // Left out of the table, and named with why.
+        let sql = format!("SELECT * FROM read_zarr('{}')", group.display());
+        let explained = query(&context(), &format!("EXPLAIN {sql}")).await.unwrap();
+        let explained = show(column(&explained, "plan").as_ref()).join("\n");
+        assert!(
+            explained.contains(&format!("left_out=[{why}]")),
+            "{explained}"
+        );
+        // Named with `arrays`, an error naming its shape.
+        let e = error_of(&format!(
+            "SELECT * FROM read_zarr('{}', '', 'arrays', 'v,{name}')",
+            group.display()
+        ))
+        .await;
         assert!(
             e.contains("different shapes") && e.contains(&format!("{name} [")),
             "{name}: {e}"

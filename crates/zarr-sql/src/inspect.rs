@@ -137,8 +137,12 @@ fn render_table(table: &Value, pad: &str, out: &mut String) {
         .into_iter()
         .flatten()
         .map(|c| {
+            let inherited = match c["inherited_from"].as_str() {
+                Some(group) => format!(" (inherited from {group})"),
+                None => String::new(),
+            };
             format!(
-                "{} {}",
+                "{} {}{inherited}",
                 c["name"].as_str().unwrap_or(""),
                 c["type"].as_str().unwrap_or("")
             )
@@ -149,4 +153,8 @@ fn render_table(table: &Value, pad: &str, out: &mut String) {
         table["rows"],
         cols.join(", ")
     ));
+    let left_out = table["left_out"].as_array().into_iter().flatten();
+    for array in left_out.filter_map(Value::as_str) {
+        out.push_str(&format!("{pad}  left out: {array}\n"));
+    }
 }
