@@ -32,5 +32,8 @@ struct TableModel;
 #[doc = include_str!("../docs/testing.md")]
 struct Testing;
 
+#[doc = include_str!("../docs/writing.md")]
+struct Writing;
+
 #[doc = include_str!("../python/README.md")]
 struct PythonPackage;

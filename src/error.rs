@@ -85,6 +85,15 @@ pub enum ZarrError {
         message: String,
     },
 
+    /// Writing a store failed (what was there before is kept).
+    #[error("cannot write {target}: {message}")]
+    Write {
+        /// The store or file being written.
+        target: String,
+        /// What failed.
+        message: String,
+    },
+
     /// A failure of this crate or of DataFusion inside the reader (not of the data): a bug to
     /// report, with what was being done.
     #[error("internal error in datafusion-zarr while {0}")]

@@ -55,6 +55,7 @@ mod provider;
 mod scan;
 mod store;
 mod table;
+pub mod write;
 
 #[cfg(doctest)]
 mod doc_examples;
@@ -74,7 +75,7 @@ pub use progress::{ProgressCounter, ProgressSnapshot, ScanProgress};
 pub use provider::ZarrTable;
 pub use scan::ZarrScanExec;
 
-/// Registers `STORED AS ZARR`, the `read_zarr` table function, the [`OrderedZarrScan`]
+/// Registers `STORED AS ZARR` (reading, and writing with `COPY`), the `read_zarr` table function, the [`OrderedZarrScan`]
 /// physical optimizer rule and, for the `parquet` extension, DataFusion's Parquet format with
 /// our writer for `COPY` to one local file ([`export::ParquetFormatWithZarrWriterFactory`]) on
 /// `ctx` (registering twice changes nothing).
@@ -89,6 +90,10 @@ pub fn register(ctx: &SessionContext) {
         let parquet = Arc::new(export::ParquetFormatWithZarrWriterFactory::default());
         if let Err(e) = state.register_file_format(parquet, true) {
             log::warn!("COPY to Parquet keeps DataFusion's writer: {e}");
+        }
+        // COPY … TO 'out.zarr' STORED AS ZARR (write/format.rs).
+        if let Err(e) = state.register_file_format(Arc::new(write::ZarrFormatFactory), true) {
+            log::warn!("COPY … STORED AS ZARR is not available: {e}");
         }
         let has_rule = state
             .physical_optimizers()

@@ -15,13 +15,13 @@ from __future__ import annotations
 import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
-from ._internal import DATAFUSION_VERSION, ZarrError, ZarrTable, ZarrTableFactory
+from ._internal import DATAFUSION_VERSION, ZarrError, ZarrTable, ZarrTableFactory, _write_zarr
 from ._internal import __version__ as __version__
 
 if TYPE_CHECKING:
     import datafusion
 
-__all__ = ["ZarrError", "ZarrTable", "ZarrTableFactory", "read", "read_zarr", "register"]
+__all__ = ["ZarrError", "ZarrTable", "ZarrTableFactory", "read", "read_zarr", "register", "write_zarr"]
 
 
 def _check_datafusion_version() -> None:
@@ -84,3 +84,20 @@ def register(ctx: datafusion.SessionContext) -> None:
 
     ctx.register_udtf(udtf(read_zarr, "read_zarr"))
     ctx.register_table_factory("ZARR", ZarrTableFactory())
+
+
+def write_zarr(data: Any, path: str, **options: Any) -> int:
+    """Writes ``data`` as a Zarr V3 store at ``path`` and returns the rows written.
+
+    ``data`` is anything with the Arrow PyCapsule stream interface (``__arrow_c_stream__``): a
+    datafusion-python ``DataFrame``, a pyarrow ``Table``, a polars ``DataFrame``. The store is
+    the table layout of ``COPY ... STORED AS ZARR`` (one 1-D array per column along
+    ``index``), written beside ``path`` and moved into place when complete. ``options`` are
+    that statement's: ``dimension``, ``chunk_rows``, ``zarr_format``.
+
+    datafusion-python cannot register a file format across DataFusion's FFI, so ``COPY`` to
+    ``STORED AS ZARR`` in a datafusion-python session is not available; this is its way.
+    """
+    pairs = [(key, str(value).lower() if isinstance(value, bool) else str(value)) for key, value in options.items()]
+    return _write_zarr(data.__arrow_c_stream__(), str(path), pairs)
+

@@ -325,8 +325,46 @@ impl PyZarrTableFactory {
     }
 }
 
+/// Writes the Arrow C stream in `stream` (a PyCapsule from `__arrow_c_stream__`) as a Zarr
+/// store at `path` in the table layout, with `options` as `COPY … STORED AS ZARR` takes them;
+/// returns the rows written. datafusion-python cannot register a file format for `COPY`
+/// across its FFI, so the package writes through this instead.
+#[pyfunction]
+fn _write_zarr(
+    py: Python<'_>,
+    stream: &Bound<'_, PyCapsule>,
+    path: PathBuf,
+    options: Vec<(String, String)>,
+) -> PyResult<u64> {
+    let pairs = options.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+    let options = datafusion_zarr::write::WriteOptions::from_pairs(pairs).map_err(zarr_error)?;
+    let pointer: NonNull<FFI_ArrowArrayStream> =
+        stream.pointer_checked(Some(c"arrow_array_stream"))?.cast();
+    // SAFETY: the capsule's name says it holds an FFI_ArrowArrayStream (the Arrow PyCapsule
+    // interface); `from_raw` moves it out and leaves a released stream in its place.
+    let ffi = unsafe { FFI_ArrowArrayStream::from_raw(pointer.as_ptr()) };
+    let reader = arrow::ffi_stream::ArrowArrayStreamReader::try_new(ffi).map_err(zarr_error)?;
+    let schema = arrow::array::RecordBatchReader::schema(&reader);
+    // The producer may need the GIL to make its batches (a datafusion-python DataFrame runs
+    // its plan on its own runtime): released while writing.
+    let written = py.detach(move || {
+        let batches = reader.map(|b| b.map_err(datafusion::error::DataFusionError::from));
+        let stream = datafusion::physical_plan::stream::RecordBatchStreamAdapter::new(
+            schema,
+            futures::stream::iter(batches),
+        );
+        runtime::block_on(async move {
+            datafusion_zarr::write::write_table(Box::pin(stream), &path, &options).await
+        })
+    });
+    written
+        .map_err(zarr_error)?
+        .map_err(|e| zarr_error(e.to_string()))
+}
+
 #[pymodule]
 fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_write_zarr, m)?)?;
     m.add_class::<PyZarrTable>()?;
     m.add_class::<PyZarrTableFactory>()?;
     m.add("ZarrError", m.py().get_type::<ZarrError>())?;

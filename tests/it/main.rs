@@ -19,3 +19,4 @@ mod ordered;
 mod remote;
 mod slt;
 mod statistics;
+mod write;

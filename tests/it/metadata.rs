@@ -398,8 +398,9 @@ async fn open_error_at(store: &std::path::Path, path: &str) -> String {
 }
 
 /// Arrays of the table's rank pair by dimension name, as xarray aligns them: `v(lon, lat)`
-/// beside `u(lat, lon)` of a square grid is read transposed, not zipped by position. Arrays
-/// of one shape along other dimensions are an error.
+/// beside `u(lat, lon)` of a square grid is read transposed, not zipped by position. An array
+/// of one shape along other dimensions is left out of the table, and named with `arrays` gives
+/// xarray's product over the union of the dimensions.
 #[tokio::test]
 async fn arrays_of_the_tables_rank_pair_by_dimension_name() {
     let array =
@@ -464,19 +465,17 @@ async fn arrays_of_the_tables_rank_pair_by_dimension_name() {
             let explained = show(column(&explained, "plan").as_ref()).join("\n");
             let left_out = format!("left_out=[v({}): dimension ", dims_list(&dims_v));
             assert!(explained.contains(&left_out), "{explained}");
-            // Named with `arrays`, an error naming both.
-            let e = error_of(&format!(
-                "SELECT * FROM read_zarr('{}', '', 'arrays', 'u,v')",
+            // Named with `arrays`: xarray's product over the union of the dimensions.
+            let sql = format!(
+                "SELECT count(*) AS n FROM read_zarr('{}', '', 'arrays', 'u,v')",
                 group.display()
-            ))
-            .await;
-            let described =
-                |name: &str, dims: &Value| format!("{name} {shape:?} ({})", dims_list(dims));
-            assert!(
-                e.contains("different shapes or dimensions")
-                    && e.contains(&format!("those of {}", described("u", &dims_u)))
-                    && e.contains(&format!("and {} neither", described("v", &dims_v))),
-                "{dims_u} {dims_v}: {e}"
+            );
+            let n = values(&sql, "n").await;
+            let extra = shape.last().copied().unwrap_or(1);
+            assert_eq!(
+                n,
+                [json!(shape.iter().product::<u64>() * extra)],
+                "{dims_u} {dims_v}"
             );
             // With the option 'arrays', one of them alone is a table.
             let sql = format!(
@@ -501,8 +500,8 @@ fn dims_list(dims: &Value) -> String {
 }
 /// A group of a 2-D array `v(time, x)` and 1-D arrays: one along `x` is repeated along `time`
 /// (as xarray's to_dataframe does); one along a dimension `v` does not have, or with no
-/// dimension name, or of another length, is left out and named (an error naming the shapes
-/// when `arrays` names it).
+/// dimension name, or of another length, is left out and named; named with `arrays`, the
+/// first gives xarray's product, the others an error naming the shapes.
 #[tokio::test]
 async fn one_dimensional_arrays_repeat_along_the_tables_other_dimensions() {
     let dir = tempfile::tempdir().unwrap();
@@ -560,16 +559,22 @@ async fn one_dimensional_arrays_repeat_along_the_tables_other_dimensions() {
             explained.contains(&format!("left_out=[{why}]")),
             "{explained}"
         );
-        // Named with `arrays`, an error naming its shape.
-        let e = error_of(&format!(
-            "SELECT * FROM read_zarr('{}', '', 'arrays', 'v,{name}')",
+        // Named with `arrays`: the product over the union of the dimensions when there is
+        // one (xarray's to_dataframe), else an error naming its shape.
+        let sql = format!(
+            "SELECT count(*) AS n FROM read_zarr('{}', '', 'arrays', 'v,{name}')",
             group.display()
-        ))
-        .await;
-        assert!(
-            e.contains("different shapes") && e.contains(&format!("{name} [")),
-            "{name}: {e}"
         );
+        match name {
+            "b" => assert_eq!(values(&sql, "n").await, [json!(2 * 3 * 3)]),
+            _ => {
+                let e = error_of(&sql).await;
+                assert!(
+                    e.contains("different shapes") && e.contains(&format!("{name} [")),
+                    "{name}: {e}"
+                );
+            }
+        }
         std::fs::remove_dir_all(group.join(name)).unwrap();
     }
 }

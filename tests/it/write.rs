@@ -1,0 +1,138 @@
+//! `COPY … TO 'out.zarr' STORED AS ZARR`: the table layout read back by `read_zarr` with the
+//! same values, the errors naming the column and the row, and a failed write keeping what was
+//! there. (xarray reads the stores too: `python/tests/test_write.py`.)
+
+use serde_json::{Value, json};
+
+use zarr_test_support::*;
+
+async fn copy(sql: &str) -> datafusion::error::Result<()> {
+    query(&context(), sql).await.map(|_| ())
+}
+
+/// Rows 0..n with a string, an integer, a float (NULL every 4th) and a boolean.
+fn rows(n: usize) -> String {
+    format!(
+        "SELECT 'név ' || CAST(v AS VARCHAR) || repeat('🦀', CAST(v % 3 AS INT)) AS name, \
+         v AS n, CASE WHEN v % 4 = 0 THEN NULL ELSE v * 0.5 END AS x, v % 2 = 0 AS even \
+         FROM generate_series(0, {}) t(v)",
+        n - 1
+    )
+}
+
+#[tokio::test]
+async fn a_query_written_as_zarr_reads_back_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("out.zarr");
+    copy(&format!(
+        "COPY ({}) TO '{}' STORED AS ZARR OPTIONS ('chunk_rows' '7')",
+        rows(30),
+        store.display()
+    ))
+    .await
+    .unwrap();
+    // Five chunks of 7 rows (the last one padded), one array per column along `index`.
+    let chunks = std::fs::read_dir(store.join("name/c")).unwrap().count();
+    assert_eq!(chunks, 5);
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(store.join("name/zarr.json")).unwrap())
+            .unwrap();
+    assert_eq!(doc["dimension_names"], json!(["index"]));
+    // The longest names ('név 29🦀🦀') are 8 code points.
+    assert_eq!(doc["data_type"]["configuration"]["length_bytes"], json!(32));
+
+    // A NULL float is stored as NaN, its fill value.
+    let sql = |table: &str| {
+        format!(
+            "SELECT name, n, CASE WHEN isnan(x) THEN NULL ELSE x END AS x, even FROM {table} \
+             ORDER BY n"
+        )
+    };
+    let want = query(&context(), &sql(&format!("({})", rows(30))))
+        .await
+        .unwrap();
+    let got = query(
+        &context(),
+        &sql(&format!("read_zarr('{}')", store.display())),
+    )
+    .await
+    .unwrap();
+    for column in ["name", "n", "x", "even"] {
+        assert_eq!(
+            to_json(column_of(&got, column).as_ref()),
+            to_json(column_of(&want, column).as_ref()),
+            "{column}"
+        );
+    }
+}
+
+fn column_of(batches: &[arrow::array::RecordBatch], name: &str) -> arrow::array::ArrayRef {
+    column(batches, name)
+}
+
+#[tokio::test]
+async fn what_zarr_cannot_hold_is_an_error_naming_the_column_and_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("out.zarr");
+    let error = |select: &str| {
+        let sql = format!("COPY ({select}) TO '{}' STORED AS ZARR", store.display());
+        async move { copy(&sql).await.unwrap_err().to_string() }
+    };
+    let e =
+        error("SELECT CASE WHEN v = 3 THEN NULL ELSE v END AS n FROM generate_series(0, 5) t(v)")
+            .await;
+    assert!(e.contains("column n, row 3: NULL"), "{e}");
+    let e = error("SELECT CASE WHEN v = 2 THEN 'a' || chr(0) ELSE 'b' END AS s FROM generate_series(0, 5) t(v)").await;
+    assert!(
+        e.contains("column s, row 2: the string ends with U+0000"),
+        "{e}"
+    );
+    let e = error("SELECT now() AS t").await;
+    assert!(e.contains("column t is Timestamp"), "{e}");
+    let e = error("SELECT 1 AS \"a/b\"").await;
+    assert!(e.contains("column 'a/b' cannot name a Zarr array"), "{e}");
+    let e = copy(&format!(
+        "COPY (SELECT 1 AS a) TO '{}' STORED AS ZARR OPTIONS ('chunk_size' '3')",
+        store.display()
+    ))
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("unknown option 'chunk_size'"), "{e}");
+    // Nothing is left behind.
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[tokio::test]
+async fn a_failed_write_keeps_the_store_that_was_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("out.zarr");
+    let target = store.display();
+    copy(&format!("COPY ({}) TO '{target}' STORED AS ZARR", rows(10)))
+        .await
+        .unwrap();
+    let count = || {
+        let sql = format!("SELECT count(*) AS c FROM read_zarr('{target}')");
+        async move { values(&sql, "c").await }
+    };
+    assert_eq!(count().await, [json!(10)]);
+    // A write that fails after some chunks: the old store stays whole.
+    let failing = format!(
+        "COPY (SELECT CASE WHEN v = 250 THEN NULL ELSE v END AS n FROM generate_series(0, 299) \
+         t(v)) TO '{target}' STORED AS ZARR OPTIONS ('chunk_rows' '100')"
+    );
+    assert!(copy(&failing).await.is_err());
+    assert_eq!(count().await, [json!(10)]);
+    // A successful one replaces it, and nothing else is left beside it.
+    copy(&format!("COPY ({}) TO '{target}' STORED AS ZARR", rows(20)))
+        .await
+        .unwrap();
+    assert_eq!(count().await, [json!(20)]);
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(names, ["out.zarr"]);
+}
