@@ -15,7 +15,8 @@ def test_xarray_reads_a_copied_query(ctx, tmp_path) -> None:
     path = tmp_path / "out.zarr"
     query = (
         "SELECT 'st-' || CAST(v AS VARCHAR) || CASE WHEN v % 3 = 0 THEN 'ü東' ELSE '' END AS station, "
-        "CAST(v AS INT) AS n, CASE WHEN v % 5 = 0 THEN NULL ELSE v / 4.0 END AS x, v % 2 = 1 AS odd "
+        "CAST(v AS INT) AS n, CASE WHEN v % 5 = 0 THEN NULL ELSE v / 4.0 END AS x, v % 2 = 1 AS odd, "
+        "to_timestamp_micros(v * 86400000000 + 7) AS t "
         "FROM generate_series(0, 99) t(v) ORDER BY v"
     )
     import datafusion_zarr
@@ -23,9 +24,11 @@ def test_xarray_reads_a_copied_query(ctx, tmp_path) -> None:
     assert datafusion_zarr.write_zarr(ctx.sql(query), path, chunk_rows=16) == 100
     want = ctx.sql(query).to_pandas()
 
-    ds = xr.open_zarr(path, consolidated=False).load()
+    ds = xr.open_zarr(path).load()  # consolidated, as zarr-python writes it
     assert list(ds.dims) == ["index"]
-    assert sorted(ds.data_vars) == ["n", "odd", "station", "x"]
+    assert sorted(ds.data_vars) == ["n", "odd", "station", "t", "x"]
+    assert ds["t"].dtype.kind == "M"
+    assert ds["t"].values.astype("datetime64[us]").tolist() == want["t"].to_numpy().astype("datetime64[us]").tolist()
     assert ds["station"].dtype == np.dtype("<U7")  # "st-99ü東"
     assert ds["station"].values.tolist() == want["station"].tolist()
     assert ds["n"].dtype == np.int32 and ds["n"].values.tolist() == want["n"].tolist()

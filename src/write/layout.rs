@@ -2,7 +2,7 @@
 //! dimension, as `xarray.open_zarr` reads a Dataset and `read_zarr` reads the table back. Each
 //! Arrow type maps to the NumPy type zarr-python writes for it.
 
-use arrow::datatypes::{DataType, Field};
+use arrow::datatypes::{DataType, Field, TimeUnit};
 use serde_json::{Value, json};
 
 use crate::error::{Result, ZarrError};
@@ -104,20 +104,41 @@ pub(crate) fn stored(field: &Field) -> Result<(&'static str, Stored)> {
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
             Ok(("fixed_length_utf32", Stored::Strings))
         }
+        // CF-encoded: the count of units since the epoch, as xarray writes times.
+        DataType::Timestamp(_, _) => fixed("int64", 8),
         other => Err(ZarrError::Option(format!(
             "column {} is {other}, which the Zarr writer does not write yet (it writes \
-             booleans, integers, floats and strings)",
+             booleans, integers, floats, strings and timestamps)",
             field.name()
         ))),
     }
 }
 
-/// The `zarr.json` of the array of `field`: `rows` elements in chunks of `chunk_rows`, of
-/// `data_type` (`length_bytes` for strings), compressed with zstd as zarr-python does.
+/// The CF attributes of `field`'s array: a timestamp's `units` and `calendar`, as xarray
+/// writes them (so that `xarray.open_zarr` decodes `datetime64`, and `read_zarr` a
+/// `Timestamp`); a time zone is dropped, the instants kept (NumPy's are naive, in UTC).
+pub(crate) fn attributes(field: &Field) -> Value {
+    match field.data_type() {
+        DataType::Timestamp(unit, _) => {
+            let unit = match unit {
+                TimeUnit::Second => "seconds",
+                TimeUnit::Millisecond => "milliseconds",
+                TimeUnit::Microsecond => "microseconds",
+                TimeUnit::Nanosecond => "nanoseconds",
+            };
+            json!({"units": format!("{unit} since 1970-01-01"), "calendar": "proleptic_gregorian"})
+        }
+        _ => json!({}),
+    }
+}
+
+/// The `zarr.json` of an array: `rows` elements in chunks of `chunk_rows`, of `data_type`
+/// (`length_bytes` for strings), compressed with zstd as zarr-python does.
 pub(crate) fn array_document(
     data_type: &str,
     length_bytes: Option<u64>,
     rows: u64,
+    attributes: &Value,
     options: &WriteOptions,
 ) -> Value {
     let endian = if cfg!(target_endian = "big") {
@@ -146,13 +167,17 @@ pub(crate) fn array_document(
             {"name": "bytes", "configuration": {"endian": endian}},
             {"name": "zstd", "configuration": {"level": 0, "checksum": false}}
         ],
-        "attributes": {},
+        "attributes": attributes,
         "dimension_names": [options.dimension],
         "storage_transformers": [],
     })
 }
 
-/// The group's `zarr.json`.
-pub(crate) fn group_document() -> Value {
-    json!({"zarr_format": 3, "node_type": "group", "attributes": {}})
+/// The group's `zarr.json`, with its arrays' documents as zarr-python's inline consolidated
+/// metadata (one read opens the table; `xarray.open_zarr` looks for it first).
+pub(crate) fn group_document(arrays: Vec<(String, Value)>) -> Value {
+    let metadata: serde_json::Map<String, Value> = arrays.into_iter().collect();
+    json!({"zarr_format": 3, "node_type": "group", "attributes": {},
+           "consolidated_metadata": {"kind": "inline", "must_understand": false,
+                                     "metadata": metadata}})
 }

@@ -24,7 +24,7 @@ use zarrs::array::{
 };
 
 use super::atomic_directory::AtomicDirectory;
-use super::layout::{Stored, WriteOptions, array_document, group_document, stored};
+use super::layout::{Stored, WriteOptions, array_document, attributes, group_document, stored};
 use crate::error::{Result, ZarrError};
 use crate::node::ZarrsArray;
 
@@ -49,14 +49,15 @@ pub async fn write_table(
         }
         rows = rows.saturating_add(batch.num_rows() as u64);
     }
+    let mut documents = Vec::with_capacity(columns.len());
+    for column in columns {
+        documents.push(column.finish(rows)?);
+    }
     fs::write(
         directory.temp_path().join("zarr.json"),
-        group_document().to_string(),
+        group_document(documents).to_string(),
     )
     .map_err(|e| io_error(target, e))?;
-    for column in columns {
-        column.finish(rows)?;
-    }
     directory.commit()?;
     Ok(rows)
 }
@@ -79,6 +80,8 @@ struct ColumnWriter {
     lengths: Vec<u32>,
     /// The longest string so far, in code points.
     longest: u64,
+    /// The array's attributes (CF's, for times).
+    attributes: Value,
     options: WriteOptions,
 }
 
@@ -112,6 +115,7 @@ impl ColumnWriter {
                 text: Vec::new(),
                 lengths: Vec::new(),
                 longest: 0,
+                attributes: attributes(field),
                 options: options.clone(),
             });
         }
@@ -300,7 +304,7 @@ impl ColumnWriter {
 
     /// The array's metadata for `rows` rows (strings: `width` bytes each).
     fn document(&self, rows: u64, width: Option<u64>) -> Value {
-        array_document(self.data_type, width, rows, &self.options)
+        array_document(self.data_type, width, rows, &self.attributes, &self.options)
     }
 
     /// A zarrs array of this column's metadata (its codecs, to encode chunks).
@@ -311,8 +315,9 @@ impl ColumnWriter {
             .map_err(|e| self.write_error(e.to_string()))
     }
 
-    /// Writes the last chunk, the strings' chunks at their final width, and `zarr.json`.
-    fn finish(mut self, rows: u64) -> Result<()> {
+    /// Writes the last chunk, the strings' chunks at their final width, and `zarr.json`;
+    /// returns the array's name and document.
+    fn finish(mut self, rows: u64) -> Result<(String, Value)> {
         let width = match self.stored {
             Stored::Strings => Some(4 * self.longest.max(1)),
             Stored::Fixed { .. } => None,
@@ -330,7 +335,8 @@ impl ColumnWriter {
         }
         let document = self.document(rows, width);
         let path = self.dir.join("zarr.json");
-        fs::write(&path, document.to_string()).map_err(|e| io_error(&path, e))
+        fs::write(&path, document.to_string()).map_err(|e| io_error(&path, e))?;
+        Ok((self.name, document))
     }
 }
 
