@@ -296,8 +296,17 @@ fn atomic_copy_target(statement: &mut DFStatement) -> Result<Option<AtomicTarget
     // Absolute, as the client sees it: on a cluster an executor writes the file.
     let path = std::path::absolute(&path)
         .map_err(|e| DataFusionError::Plan(format!("COPY target '{target}': {e}")))?;
-    // A target without an extension (or ending in '/') is a directory of files.
-    if !local
+    // A target without an extension (or ending in '/') is a directory of files; a Zarr store
+    // is a directory that the writer itself moves into place when complete.
+    let zarr = copy.stored_as.as_deref().map_or_else(
+        || {
+            path.extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("zarr"))
+        },
+        |format| format.eq_ignore_ascii_case("zarr"),
+    );
+    if zarr
+        || !local
         || !copy.partitioned_by.is_empty()
         || target.ends_with('/')
         || path.extension().is_none()

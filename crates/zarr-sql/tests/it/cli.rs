@@ -438,3 +438,24 @@ fn the_shell_answers_datafusion_cli_backslash_commands() {
         stderr(&unknown)
     );
 }
+
+/// `COPY … STORED AS ZARR` from the command line: a second COPY to the same store replaces it
+/// (the writer moves the store into place itself, not the CLI's temporary file).
+#[test]
+fn copy_stored_as_zarr_writes_and_replaces_a_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("out.zarr");
+    for (n, want) in [(3, "3\n"), (5, "5\n")] {
+        let copy = format!(
+            "COPY (SELECT value FROM read_zarr('{U7}') LIMIT {n}) TO '{}' STORED AS ZARR",
+            store.display()
+        );
+        let out = zarr_sql(&["-q", "-c", &copy]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let count = format!("SELECT count(*) AS n FROM read_zarr('{}')", store.display());
+        let out = zarr_sql(&["-q", "--format", "csv", "-c", &count]);
+        assert_eq!(stdout(&out), format!("n\n{want}"));
+    }
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+}
