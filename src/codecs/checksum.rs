@@ -166,8 +166,14 @@ impl NumcodecsDecoder for Checksum {
 
     fn encoded_representation(&self, decoded: &BytesRepresentation) -> BytesRepresentation {
         match decoded {
-            BytesRepresentation::FixedSize(n) => BytesRepresentation::FixedSize(n + 4),
-            BytesRepresentation::BoundedSize(n) => BytesRepresentation::BoundedSize(n + 4),
+            // Saturating: a chunk declared near u64::MAX (a max_chunk_bytes raised that far)
+            // is refused by its size, not by an overflow here.
+            BytesRepresentation::FixedSize(n) => {
+                BytesRepresentation::FixedSize(n.saturating_add(4))
+            }
+            BytesRepresentation::BoundedSize(n) => {
+                BytesRepresentation::BoundedSize(n.saturating_add(4))
+            }
             BytesRepresentation::UnboundedSize => BytesRepresentation::UnboundedSize,
         }
     }
@@ -408,6 +414,29 @@ mod tests {
                 e.to_string().contains("shorter than its 4-byte checksum"),
                 "{e}"
             );
+        }
+    }
+
+    /// The encoded size of a chunk declared near `u64::MAX` (a `max_chunk_bytes` raised that
+    /// far) is a bound, not an overflow: `n + 4` panicked in debug builds.
+    #[test]
+    fn encoded_sizes_do_not_overflow() {
+        let c = codec("crc32c", none_config());
+        for (decoded, encoded) in [
+            (
+                BytesRepresentation::FixedSize(u64::MAX),
+                BytesRepresentation::FixedSize(u64::MAX),
+            ),
+            (
+                BytesRepresentation::BoundedSize(u64::MAX - 1),
+                BytesRepresentation::BoundedSize(u64::MAX),
+            ),
+            (
+                BytesRepresentation::FixedSize(10),
+                BytesRepresentation::FixedSize(14),
+            ),
+        ] {
+            assert_eq!(c.encoded_representation(&decoded), encoded);
         }
     }
 }

@@ -54,11 +54,14 @@ impl NumcodecsDecoder for Lz4Codec {
 
     fn encoded_representation(&self, decoded: &BytesRepresentation) -> BytesRepresentation {
         match decoded {
+            // The 4-byte header and lz4_flex's `get_maximum_output_size` (20 + 110%), computed
+            // here checked: lz4_flex multiplies unchecked, which overflows for chunks declared
+            // beyond 2^64 / 110 bytes (a max_chunk_bytes raised that far).
             BytesRepresentation::FixedSize(n) | BytesRepresentation::BoundedSize(n) => {
-                let n = usize::try_from(*n).unwrap_or(usize::MAX);
-                BytesRepresentation::BoundedSize(
-                    4 + lz4_flex::block::get_maximum_output_size(n) as u64,
-                )
+                match n.checked_mul(110) {
+                    Some(n) => BytesRepresentation::BoundedSize(4 + 20 + n / 100),
+                    None => BytesRepresentation::UnboundedSize,
+                }
             }
             BytesRepresentation::UnboundedSize => BytesRepresentation::UnboundedSize,
         }
@@ -99,5 +102,25 @@ impl NumcodecsDecoder for Lz4Codec {
             )));
         }
         Ok(Cow::Owned(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The encoded bound of a chunk declared near `u64::MAX` (a `max_chunk_bytes` raised that
+    /// far) is no overflow: lz4_flex's `get_maximum_output_size` multiplied by 110 unchecked
+    /// and panicked in debug builds.
+    #[test]
+    fn encoded_bounds_do_not_overflow() {
+        let codec = Lz4Codec { acceleration: 1 };
+        let bound = |n: u64| codec.encoded_representation(&BytesRepresentation::FixedSize(n));
+        assert_eq!(bound(u64::MAX), BytesRepresentation::UnboundedSize);
+        assert_eq!(bound(u64::MAX / 100), BytesRepresentation::UnboundedSize);
+        // lz4_flex's own bound where it does not overflow, and the 4-byte header.
+        let n = 1 << 20;
+        let lz4 = lz4_flex::block::get_maximum_output_size(n) as u64;
+        assert_eq!(bound(n as u64), BytesRepresentation::BoundedSize(4 + lz4));
     }
 }

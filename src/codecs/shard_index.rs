@@ -38,7 +38,7 @@ impl ShardIndexLayout {
                         .and_then(Value::as_array)
                         .map(|o| {
                             o.iter()
-                                .filter_map(|v| v.as_u64().map(|v| v as usize))
+                                .filter_map(|v| v.as_u64().and_then(|v| usize::try_from(v).ok()))
                                 .collect()
                         });
                 }

@@ -36,7 +36,7 @@ pub(crate) fn to_arrow(
         (ElementKind::Utf32 { length_bytes }, Elements::Fixed { bytes, size }) => {
             let width = *length_bytes;
             debug_assert_eq!(width, *size);
-            let input = &bytes[rows.start * width..rows.end * width];
+            let input = fixed_rows(bytes, width, &rows, node, locate)?;
             let mask = plan
                 .fill_as_null
                 .then(|| utf32::fill_mask(input, width, fill));
@@ -85,20 +85,49 @@ pub(crate) fn to_arrow(
             kind @ (ElementKind::String | ElementKind::VariableBytes),
             Elements::Variable { bytes, offsets },
         ) => {
-            let base = offsets[rows.start];
-            let mut out_offsets = Vec::with_capacity(rows.len() + 1);
-            for &o in &offsets[rows.start..=rows.end] {
-                out_offsets.push(i32::try_from(o - base).map_err(|_| ZarrError::Chunk {
-                    array: node.display.clone(),
-                    chunk: locate(rows.start).0,
-                    message: "a batch holds more than 2 GiB of strings".into(),
-                })?);
+            let fail = |message: String| ZarrError::Chunk {
+                array: node.display.clone(),
+                chunk: locate(rows.start).0,
+                message,
+            };
+            // The offsets of `rows` and their bytes, checked (decoded offsets never decrease
+            // and end within the bytes; rows past them are an error, not a panic).
+            let window = offsets.get(rows.start..=rows.end).ok_or_else(|| {
+                fail(format!(
+                    "elements {}..{} are past the {} elements decoded",
+                    rows.start,
+                    rows.end,
+                    offsets.len().saturating_sub(1)
+                ))
+            })?;
+            let (&base, &end) = window.first().zip(window.last()).ok_or_else(|| {
+                fail(format!("elements {}..{} are no rows", rows.start, rows.end))
+            })?;
+            let values = bytes.get(base..end).ok_or_else(|| {
+                fail(format!(
+                    "element offsets {base}..{end} are past the {} bytes decoded",
+                    bytes.len()
+                ))
+            })?;
+            let mut out_offsets = Vec::with_capacity(window.len());
+            let mut previous = base;
+            for &o in window {
+                if o < previous {
+                    return Err(fail(format!(
+                        "element offsets decrease ({previous}, then {o})"
+                    )));
+                }
+                previous = o;
+                out_offsets.push(
+                    i32::try_from(o - base)
+                        .map_err(|_| fail("a batch holds more than 2 GiB of strings".into()))?,
+                );
             }
-            let values = &bytes[base..offsets[rows.end]];
             let nulls = plan.fill_as_null.then(|| {
                 NullBuffer::from(
-                    rows.clone()
-                        .map(|i| &bytes[offsets[i]..offsets[i + 1]] != fill)
+                    window
+                        .windows(2)
+                        .map(|w| bytes.get(w[0]..w[1]) != Some(fill))
                         .collect::<Vec<bool>>(),
                 )
             });
@@ -117,7 +146,7 @@ pub(crate) fn to_arrow(
             Ok(Arc::new(a))
         }
         (ElementKind::Bytes { .. }, Elements::Fixed { bytes, size }) => {
-            let input = &bytes[rows.start * size..rows.end * size];
+            let input = fixed_rows(bytes, *size, &rows, node, locate)?;
             let fail = |message: String| ZarrError::Chunk {
                 array: node.display.clone(),
                 chunk: locate(rows.start).0,
@@ -131,7 +160,7 @@ pub(crate) fn to_arrow(
         }
         (ElementKind::Primitive(stored), Elements::Fixed { bytes, size }) => {
             let t = stored;
-            let input = &bytes[rows.start * size..rows.end * size];
+            let input = fixed_rows(bytes, *size, &rows, node, locate)?;
             let temporal = is_temporal(t);
             let nulls = if plan.fill_as_null || temporal {
                 let nan_fill = is_nan(t, fill);
@@ -188,6 +217,32 @@ pub(crate) fn to_arrow(
             message: "decoded elements do not match the data type".into(),
         }),
     }
+}
+
+/// The bytes of elements `rows` (`size` bytes each) of `bytes`, or an error naming the chunk:
+/// rows past the decoded elements are an error, not a panic.
+fn fixed_rows<'a>(
+    bytes: &'a [u8],
+    size: usize,
+    rows: &Range<usize>,
+    node: &ArrayNode,
+    locate: Locate<'_>,
+) -> Result<&'a [u8]> {
+    let start = rows.start.checked_mul(size);
+    let end = rows.end.checked_mul(size);
+    let input = start
+        .zip(end)
+        .and_then(|(start, end)| bytes.get(start..end));
+    input.ok_or_else(|| ZarrError::Chunk {
+        array: node.display.clone(),
+        chunk: locate(rows.start).0,
+        message: format!(
+            "elements {}..{} are past the {} elements of {size} bytes decoded",
+            rows.start,
+            rows.end,
+            bytes.len() / size.max(1)
+        ),
+    })
 }
 
 /// Bytes as the column's type: `Binary`, or (`binary_as_string`, `_Encoding`) a string type, each element
@@ -267,7 +322,7 @@ fn byte_strings(input: &[u8], width: usize, fill: Option<&[u8]>) -> Option<Array
     let mut values: Vec<u8> = Vec::with_capacity(input.len());
     offsets.push(0);
     let mut valid = Vec::with_capacity(if fill.is_some() { len } else { 0 });
-    for element in input.chunks_exact(width) {
+    for element in input.chunks_exact(width.max(1)) {
         let end = element.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
         values.extend_from_slice(&element[..end]);
         offsets.push(i32::try_from(values.len()).ok()?);

@@ -161,8 +161,9 @@ impl ZarrScanExec {
         self.partitions
             .iter()
             .flatten()
-            .map(|r| r.end - r.start)
-            .sum()
+            // Saturating: runs from a plan of another process are checked one by one, not
+            // for overlap.
+            .fold(0u64, |n, r| n.saturating_add(r.end.saturating_sub(r.start)))
     }
 
     /// This scan as one partition of rows in index order, when its partitions are each in

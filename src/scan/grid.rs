@@ -36,6 +36,25 @@ impl UnitGrid {
             .iter()
             .try_fold(1u64, |acc, &d| acc.checked_mul(d))
             .ok_or_else(|| ZarrError::metadata(&model.display, "chunk count overflows u64"))?;
+        if !extra.is_empty() {
+            // A unit of a product spans the other dimensions whole, and every column is
+            // materialised per row: held to max_chunk_bytes as a chunk is.
+            let zeros = vec![0u64; array.shape.len()];
+            let (_, chunk) = ReadGrid::of(&array).bounded(&zeros)?;
+            let rows = (chunk.iter().chain(&extra)).try_fold(1u64, |acc, &d| acc.checked_mul(d));
+            let row_bytes = (model.columns.iter())
+                .map(|c| match &c.source {
+                    crate::table::ColumnSource::Index { .. } => 8,
+                    crate::table::ColumnSource::Coordinate { array, .. }
+                    | crate::table::ColumnSource::Broadcast { array, .. }
+                    | crate::table::ColumnSource::Value { array } => array.element_bytes(),
+                })
+                .fold(0u64, u64::saturating_add);
+            let what = "a unit of the table (a chunk of its grid array by the whole of the \
+                        product's other dimensions)";
+            let bytes = rows.and_then(|r| r.checked_mul(row_bytes));
+            model.limits.chunk.check(&model.display, what, bytes)?;
+        }
         Ok(Self {
             array,
             shape,

@@ -355,13 +355,17 @@ fn decode_inner(
     let key = format!("{shard_key} (inner chunk {within})");
     let target = ChunkToDecode::with_shape(node, key, shape, limits)?;
     let elements = target.decode(&inner.codecs, object)?;
+    // Inside the array: an inner chunk's origin is below the array's shape (checked rather
+    // than trusted, as for indices from elsewhere).
+    let origin = indices
+        .iter()
+        .zip(&inner.shape)
+        .map(|(i, s)| i.checked_mul(*s))
+        .collect::<Option<Vec<u64>>>()
+        .ok_or_else(|| target.error(format!("inner chunk {indices:?} lies past u64")))?;
     Ok(Chunk {
         indices: indices.to_vec(),
-        origin: indices
-            .iter()
-            .zip(&inner.shape)
-            .map(|(i, s)| i * s)
-            .collect(),
+        origin,
         shape: inner.shape.clone(),
         elements,
     })
@@ -399,7 +403,10 @@ pub(crate) async fn read_region(
 ) -> Result<Region> {
     let chunks = ReadGrid::of(node).intersecting(region)?;
     let region_start: Vec<u64> = region.iter().map(|r| r.start).collect();
-    let region_shape: Vec<u64> = region.iter().map(|r| r.end - r.start).collect();
+    let region_shape: Vec<u64> = region
+        .iter()
+        .map(|r| r.end.saturating_sub(r.start))
+        .collect();
     // Fetch, concurrently, what is neither decoded already nor fetched ahead.
     let missing: Vec<Vec<u64>> = chunks
         .iter()
@@ -444,11 +451,24 @@ pub(crate) async fn read_region(
     {
         return Ok(Region::Whole(only.clone()));
     }
-    let total = region_shape.iter().product::<u64>() as usize;
+    // The region's elements, and below its bytes, as memory holds them: a region is a unit's
+    // box, assembled in memory, whatever its chunks' sizes.
+    let too_large = |what: &str| {
+        ZarrError::metadata(
+            &node.display,
+            format!("region {region:?} holds more {what} than memory can address"),
+        )
+    };
+    let total = region_shape
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| too_large("elements"))?;
     match pieces.first().map(|c| &c.elements) {
         Some(Elements::Fixed { size, .. }) => {
             let size = *size;
-            let mut out = vec![0u8; total * size];
+            let bytes = total.checked_mul(size).ok_or_else(|| too_large("bytes"))?;
+            let mut out = vec![0u8; bytes];
             for chunk in &pieces {
                 let Elements::Fixed { bytes, .. } = &chunk.elements else {
                     continue;
@@ -524,7 +544,8 @@ pub(crate) fn for_each_run(
     let mut hi = vec![0u64; ndim];
     for d in 0..ndim {
         lo[d] = origin[d].max(start[d]);
-        hi[d] = (origin[d] + shape[d]).min(start[d] + extent[d]);
+        // Saturating: an edge chunk may reach past u64 where the array ends below it.
+        hi[d] = (origin[d].saturating_add(shape[d])).min(start[d].saturating_add(extent[d]));
         if lo[d] >= hi[d] {
             return;
         }

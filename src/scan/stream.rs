@@ -337,10 +337,18 @@ impl PartitionScan {
                 _ => (String::from("?"), 0),
             };
             let mask = select_rows(&model, &self.raw_filters, &elements, rows, &locate_in)?;
-            let rows_passing: Vec<u32> = mask
-                .iter()
-                .enumerate()
-                .filter_map(|(i, &keep)| keep.then_some(i as u32))
+            // Arrow's `take` indices are `u32`: a unit of more rows is refused, not wrapped.
+            if u32::try_from(mask.len()).is_err() {
+                return Err(ZarrError::metadata(
+                    &model.display,
+                    format!(
+                        "a unit of {} rows is more than a string filter selects among (2^32)",
+                        mask.len()
+                    ),
+                ));
+            }
+            let rows_passing: Vec<u32> = (mask.iter().enumerate())
+                .filter_map(|(i, &keep)| keep.then(|| u32::try_from(i).ok()).flatten())
                 .collect();
             selection = Some(rows_passing);
         }

@@ -87,6 +87,17 @@ async fn cf_bounds_are_left_out_and_named() {
     );
     assert!(plan(&filtered).await.contains("chunks_pruned=4"));
     assert_eq!(values(&filtered, "tas").await.len(), 2 * 2 * 4 * 5);
+    // A unit of the product (a chunk by the whole of bnds) is held to max_chunk_bytes as a
+    // chunk is: 40 rows of 44 bytes here.
+    let sql = format!(
+        "SELECT count(*) FROM read_zarr('{store}', '', 'arrays', 'tas,time_bnds', \
+         'max_chunk_bytes', '1000')"
+    );
+    let e = query(&context(), &sql).await.unwrap_err().to_string();
+    assert!(
+        e.contains("a unit of the table") && e.contains("1760 bytes"),
+        "{e}"
+    );
 }
 
 #[tokio::test]

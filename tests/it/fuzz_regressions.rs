@@ -32,3 +32,13 @@ fn chunk_inputs() {
 fn kernel_inputs() {
     run("kernel", datafusion_zarr::fuzzing::kernel);
 }
+
+#[test]
+fn cf_inputs() {
+    run("cf", datafusion_zarr::fuzzing::cf);
+}
+
+#[test]
+fn vlen_inputs() {
+    run("vlen", datafusion_zarr::fuzzing::vlen);
+}

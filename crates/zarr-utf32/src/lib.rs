@@ -646,16 +646,22 @@ pub fn to_fixed_size_binary(
     mode: InvalidUtf32,
     nulls_in: Option<&[bool]>,
 ) -> Result<FixedSizeBinaryArray, TranscodeError> {
-    let n = input.len().checked_div(width).unwrap_or(0);
+    let n = element_count(input, width);
     let mut out: Vec<u8> = Vec::with_capacity(n * width);
-    let mut valid: Option<Vec<bool>> = nulls_in.map(|m| m.iter().map(|null| !null).collect());
+    // One entry per element, whatever the mask's length (an element past it is not NULL).
+    let mut valid: Option<Vec<bool>> = nulls_in.map(|m| {
+        (0..n)
+            .map(|i| !m.get(i).copied().unwrap_or(false))
+            .collect()
+    });
     for (i, element) in input.chunks_exact(width.max(1)).take(n).enumerate() {
         let start = out.len();
         if valid.as_ref().is_some_and(|v| !v[i]) {
             out.resize(start + width, 0);
             continue;
         }
-        for k in 0..width / 4 {
+        let units = width / 4;
+        for k in 0..units {
             let u = unit(element, k);
             let u = if char::from_u32(u).is_some() {
                 u
@@ -676,6 +682,9 @@ pub fn to_fixed_size_binary(
             };
             out.extend_from_slice(&u.to_le_bytes());
         }
+        // A width that is not a multiple of 4 ends in a partial code unit: kept as it is, so
+        // that every element takes `width` bytes.
+        out.extend_from_slice(&element[units * 4..]);
         if valid.as_ref().is_some_and(|v| !v[i]) {
             out[start..].fill(0);
         }
@@ -821,5 +830,30 @@ mod tests {
                 assert_eq!(view, expected, "view, width {width}, mode {mode:?}");
             }
         }
+    }
+
+    /// `to_fixed_size_binary` is a public function: a mask shorter or longer than the
+    /// elements, a width that is not a multiple of 4 or a width of 0 is no panic. A short mask
+    /// indexed past its end, and a partial code unit was dropped, leaving a buffer shorter
+    /// than its elements that `FixedSizeBinaryArray::new` refused with a panic.
+    #[test]
+    fn fixed_size_binary_takes_any_mask_and_width() {
+        let input = encode(&[&[0x41], &[0xD800], &[0x42]], 4);
+        for mask in [&[][..], &[false][..], &[true, false, false, true, true][..]] {
+            for mode in [InvalidUtf32::Null, InvalidUtf32::Replace] {
+                let f = to_fixed_size_binary(&input, 4, mode, Some(mask)).unwrap();
+                assert_eq!(f.len(), 3, "{mask:?} {mode:?}");
+                assert_eq!(f.is_null(0), mask.first() == Some(&true), "{mask:?}");
+                assert_eq!(f.value(2), &[0x42, 0, 0, 0]);
+            }
+        }
+        // Six bytes an element: one code unit and two bytes kept as they are.
+        let six = [0x41, 0, 0, 0, 7, 8, 0x42, 0, 0, 0, 9, 10, 0xFF];
+        let f = to_fixed_size_binary(&six, 6, InvalidUtf32::Error, Some(&[false, true])).unwrap();
+        assert_eq!((f.len(), f.value_length()), (2, 6));
+        assert_eq!(f.value(0), &[0x41, 0, 0, 0, 7, 8]);
+        assert!(f.is_null(1));
+        let none = to_fixed_size_binary(&six, 0, InvalidUtf32::Error, Some(&[true])).unwrap();
+        assert_eq!(none.len(), 0);
     }
 }

@@ -33,7 +33,9 @@ pub(crate) struct ChunkSelection {
 impl ChunkSelection {
     /// Units selected.
     pub(crate) fn selected(&self) -> u64 {
-        self.runs.iter().map(|r| r.end - r.start).sum()
+        // Saturating: the runs of a plan from another process are checked against the grid
+        // one by one, and may overlap.
+        (self.runs.iter()).fold(0u64, |n, r| n.saturating_add(r.end.saturating_sub(r.start)))
     }
 
     /// Units pruned.
@@ -57,7 +59,8 @@ impl UnitRanges {
             let (origin, extent) = units.bounds(id)?;
             for d in 0..ndim {
                 starts[d].push(origin[d]);
-                ends[d].push(origin[d] + extent[d]);
+                // A unit's box is cut to the array's bounds: its end is at most the shape.
+                ends[d].push(origin[d].saturating_add(extent[d]));
             }
         }
         Ok(Self { starts, ends })
@@ -127,14 +130,19 @@ fn select_blocks(
         ends: vec![Vec::with_capacity(containers); ndim],
     };
     for block in 0..blocks {
-        let (first, last) = (block * per_block, ((block + 1) * per_block).min(total) - 1);
+        // `block * per_block < total`; the next block's start saturates (it may pass u64).
+        let end = ((block + 1).saturating_mul(per_block)).min(total);
+        let (first, last) = (block * per_block, end - 1);
         let (first_origin, _) = units.bounds(first)?;
         let (last_origin, last_extent) = units.bounds(last)?;
         let (first_at, last_at) = (unravel(first, units.shape()), unravel(last, units.shape()));
         for d in 0..ndim {
             let exact = first_at[..d] == last_at[..d];
             let (start, end) = match exact {
-                true => (first_origin[d], last_origin[d] + last_extent[d]),
+                true => (
+                    first_origin[d],
+                    last_origin[d].saturating_add(last_extent[d]),
+                ),
                 false => (0, model.shape.get(d).copied().unwrap_or(u64::MAX)),
             };
             ranges.starts[d].push(start);
@@ -144,7 +152,7 @@ fn select_blocks(
     let keep = index::prune(model, &ranges, filters, containers)?;
     let mut runs: Vec<Range<u64>> = Vec::new();
     for block in (0..blocks).filter(|&b| keep[b as usize]) {
-        let units = block * per_block..((block + 1) * per_block).min(total);
+        let units = block * per_block..((block + 1).saturating_mul(per_block)).min(total);
         match runs.last_mut() {
             Some(r) if r.end == units.start => r.end = units.end,
             _ => runs.push(units),
