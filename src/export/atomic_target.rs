@@ -116,26 +116,39 @@ impl Drop for AtomicTarget {
 /// process (another export to the same target) is left alone. Best effort: what cannot be
 /// listed or removed stays, and the export goes on.
 fn remove_orphans(dir: &Path, name: &str) {
+    for (path, after) in orphans(dir, name) {
+        // `{n}.tmp.{ext}`, or a part file `…#N`.
+        let is_temp = after
+            .split_once(".tmp.")
+            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if is_temp {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// The entries of `dir` named `.{name}.{pid}-{rest}` whose process `pid` is gone, with `rest`:
+/// what writes that were killed left beside their target `name` (this export's temporary
+/// files, the Zarr writer's temporary stores).
+pub(crate) fn orphans(dir: &Path, name: &str) -> Vec<(PathBuf, String)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
+        return Vec::new();
     };
     let prefix = format!(".{name}.");
+    let mut found = Vec::new();
     for entry in entries.flatten() {
         let file = entry.file_name();
         let Some(rest) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
             continue;
         };
-        // `{pid}-{n}.tmp.{ext}`, or a part file `…#N`.
         let Some((pid, after)) = rest.split_once('-') else {
             continue;
         };
-        let is_temp = after
-            .split_once(".tmp.")
-            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-        if is_temp && pid.parse::<u32>().is_ok_and(process_is_gone) {
-            let _ = std::fs::remove_file(entry.path());
+        if pid.parse::<u32>().is_ok_and(process_is_gone) {
+            found.push((entry.path(), after.to_string()));
         }
     }
+    found
 }
 
 /// Whether no process `pid` runs (on Linux, by `/proc`; elsewhere none is assumed gone).

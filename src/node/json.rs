@@ -12,42 +12,20 @@ use std::borrow::Cow;
 /// `bytes` as JSON: with `NaN`, `Infinity` and `-Infinity` outside strings quoted when it has
 /// any (a copy), else `bytes` themselves.
 pub(super) fn normalized(bytes: &[u8]) -> Cow<'_, [u8]> {
-    match has_non_finite(bytes) {
-        true => quote_non_finite(bytes).map_or(Cow::Borrowed(bytes), Cow::Owned),
-        false => Cow::Borrowed(bytes),
-    }
-}
-
-/// Whether `bytes` may hold a bare non-finite number: an `N` or an `I` outside strings.
-fn has_non_finite(bytes: &[u8]) -> bool {
-    let (mut in_string, mut escaped) = (false, false);
-    for &b in bytes {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-        } else if b == b'"' {
-            in_string = true;
-        } else if b == b'N' || b == b'I' {
-            return true;
-        }
-    }
-    false
+    quote_non_finite(bytes).map_or(Cow::Borrowed(bytes), Cow::Owned)
 }
 
 /// `bytes` with `NaN`, `Infinity` and `-Infinity` outside strings quoted, or `None` when
-/// there are none. Outside strings JSON has no other letters than those of `true`, `false`
-/// and `null`, so an `N` or an `I` there starts one of these tokens.
+/// there are none (then nothing is copied). Outside strings JSON has no other letters than
+/// those of `true`, `false` and `null`, so an `N` or an `I` there starts one of these tokens.
 fn quote_non_finite(bytes: &[u8]) -> Option<Vec<u8>> {
     const TOKENS: [&[u8]; 3] = [b"NaN", b"Infinity", b"-Infinity"];
-    let mut out = Vec::with_capacity(bytes.len() + 16);
-    let (mut in_string, mut escaped, mut changed) = (false, false, false);
+    // Written from the first token on: `copied` bytes of the input are in `out`.
+    let mut out: Option<Vec<u8>> = None;
+    let mut copied = 0;
+    let (mut in_string, mut escaped) = (false, false);
     let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
+    while let Some(&b) = bytes.get(i) {
         if in_string {
             match (escaped, b) {
                 (true, _) => escaped = false,
@@ -57,18 +35,24 @@ fn quote_non_finite(bytes: &[u8]) -> Option<Vec<u8>> {
             }
         } else if b == b'"' {
             in_string = true;
-        } else if let Some(token) = TOKENS.iter().find(|t| bytes[i..].starts_with(t)) {
+        } else if let Some(token) = TOKENS
+            .iter()
+            .find(|t| bytes.get(i..).is_some_and(|r| r.starts_with(t)))
+        {
+            let out = out.get_or_insert_with(|| Vec::with_capacity(bytes.len() + 16));
+            out.extend_from_slice(bytes.get(copied..i).unwrap_or_default());
             out.push(b'"');
             out.extend_from_slice(token);
             out.push(b'"');
             i += token.len();
-            changed = true;
+            copied = i;
             continue;
         }
-        out.push(b);
         i += 1;
     }
-    changed.then_some(out)
+    let mut out = out?;
+    out.extend_from_slice(bytes.get(copied..).unwrap_or_default());
+    Some(out)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, ZarrError};
+use crate::export::orphans;
 
 /// A temporary directory beside `target`, removed on drop unless [`AtomicDirectory::commit`]
 /// moved it into place.
@@ -92,33 +93,14 @@ impl Drop for AtomicDirectory {
 /// Removes the hidden `.{name}.{pid}-{n}.tmp` (and `.old`) directories of earlier writes to
 /// `name` in `dir` whose process is gone (killed before it could clean up). Best effort.
 fn remove_orphans(dir: &Path, name: &str) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let prefix = format!(".{name}.");
-    for entry in entries.flatten() {
-        let file = entry.file_name();
-        let Some(rest) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
-            continue;
-        };
-        let Some((pid, after)) = rest.split_once('-') else {
-            continue;
-        };
+    for (path, after) in orphans(dir, name) {
         let ours = [".tmp", ".old"].iter().any(|ext| {
             after
                 .strip_suffix(ext)
                 .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
         });
-        if ours && pid.parse::<u32>().is_ok_and(process_is_gone) {
-            let _ = std::fs::remove_dir_all(entry.path());
+        if ours {
+            let _ = std::fs::remove_dir_all(path);
         }
     }
-}
-
-/// Whether no process `pid` runs (on Linux, by `/proc`; elsewhere none is assumed gone).
-fn process_is_gone(pid: u32) -> bool {
-    cfg!(target_os = "linux")
-        && pid != std::process::id()
-        && Path::new("/proc").is_dir()
-        && !Path::new("/proc").join(pid.to_string()).exists()
 }

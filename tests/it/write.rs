@@ -148,3 +148,30 @@ async fn a_failed_write_keeps_the_store_that_was_there() {
         .collect();
     assert_eq!(names, ["out.zarr"]);
 }
+
+/// What a killed write left beside its target (its hidden temporary store, a process gone)
+/// is removed by the next write to that target; a running process's is left alone.
+#[tokio::test]
+async fn the_next_write_removes_what_a_killed_write_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let gone = (4_000_000u32..).find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists());
+    let gone = gone.unwrap();
+    let killed = dir.path().join(format!(".out.zarr.{gone}-123.tmp"));
+    let running = dir
+        .path()
+        .join(format!(".out.zarr.{}-456.tmp", std::process::id()));
+    for leftover in [&killed, &running] {
+        std::fs::create_dir_all(leftover.join("name/c")).unwrap();
+        std::fs::write(leftover.join("name/c/0"), b"partial").unwrap();
+    }
+    let store = dir.path().join("out.zarr");
+    copy(&format!(
+        "COPY ({}) TO '{}' STORED AS ZARR",
+        rows(3),
+        store.display()
+    ))
+    .await
+    .unwrap();
+    assert!(!killed.exists());
+    assert!(running.exists());
+}
