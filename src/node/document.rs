@@ -15,22 +15,15 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::validate;
+
 /// The top-level keys kept as raw text.
 const RAW_KEYS: [&str; 2] = ["attributes", "consolidated_metadata"];
 
-/// The top-level keys a Zarr document has (V3 `zarr.json`, V2 `.zarray`/`.zgroup`, netCDF's
-/// NCZarr keys): parsed as values whatever their size (a codec's configuration can be long).
-const KNOWN_KEYS: [&str; 20] = [
-    "zarr_format",
-    "node_type",
-    "shape",
-    "data_type",
-    "chunk_grid",
-    "chunk_key_encoding",
-    "fill_value",
-    "codecs",
-    "dimension_names",
-    "storage_transformers",
+/// The top-level keys a Zarr document has beyond V3's arrays' (`validate::V3_KEYS`): V2's
+/// `.zarray`, netCDF's NCZarr keys, `.zmetadata`'s. Parsed as values whatever their size (a
+/// codec's configuration can be long).
+const OTHER_ZARR_KEYS: [&str; 9] = [
     "chunks",
     "dtype",
     "compressor",
@@ -40,8 +33,14 @@ const KNOWN_KEYS: [&str; 20] = [
     "_NCZARR_ARRAY",
     "_NCZARR_GROUP",
     "_NCZARR_SUPERBLOCK",
-    "zarr_consolidated_format",
 ];
+
+/// Whether `key` is one of Zarr's top-level keys.
+fn is_zarr_key(key: &str) -> bool {
+    validate::V3_KEYS.contains(&key)
+        || OTHER_ZARR_KEYS.contains(&key)
+        || key == "zarr_consolidated_format"
+}
 
 /// Other top-level keys (extensions) are parsed up to this size; a longer one is an error.
 pub(crate) const MAX_OTHER_KEY_BYTES: usize = 64 << 10;
@@ -73,7 +72,7 @@ impl<'a> Document<'a> {
             match key.as_ref() {
                 "attributes" => document.attributes = Some(raw),
                 "consolidated_metadata" => document.consolidated = Some(raw),
-                known if KNOWN_KEYS.contains(&known) => {
+                known if is_zarr_key(known) => {
                     fields.insert(key.into_owned(), parse_value(raw)?);
                 }
                 other if raw.get().len() > MAX_OTHER_KEY_BYTES => {

@@ -82,21 +82,24 @@ pub(super) fn fixed_length_utf32_v3(display: &str, doc: &Value) -> Result<()> {
     Ok(())
 }
 
+/// The top-level keys of a Zarr V3 array's `zarr.json`.
+pub(super) const V3_KEYS: &[&str] = &[
+    "zarr_format",
+    "node_type",
+    "shape",
+    "data_type",
+    "chunk_grid",
+    "chunk_key_encoding",
+    "fill_value",
+    "codecs",
+    "attributes",
+    "storage_transformers",
+    "dimension_names",
+];
+
 /// Zarr V3: an unknown top-level key must be an object with `"must_understand": false`.
 pub(super) fn top_level_keys(display: &str, doc: &Value) -> Result<()> {
-    const KNOWN: &[&str] = &[
-        "zarr_format",
-        "node_type",
-        "shape",
-        "data_type",
-        "chunk_grid",
-        "chunk_key_encoding",
-        "fill_value",
-        "codecs",
-        "attributes",
-        "storage_transformers",
-        "dimension_names",
-    ];
+    const KNOWN: &[&str] = V3_KEYS;
     for (key, value) in doc.as_object().into_iter().flatten() {
         let optional = value.get("must_understand") == Some(&Value::Bool(false));
         if !KNOWN.contains(&key.as_str()) && !optional {
