@@ -10,4 +10,4 @@ mod table_writer;
 
 pub use format::{ZarrFormat, ZarrFormatFactory};
 pub use layout::WriteOptions;
-pub use table_writer::write_table;
+pub use table_writer::{write_table, write_zarr};

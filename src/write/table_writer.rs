@@ -28,6 +28,29 @@ use super::layout::{Stored, WriteOptions, array_document, attributes, group_docu
 use crate::error::{Result, ZarrError};
 use crate::node::ZarrsArray;
 
+/// Writes `stream` as a Zarr store at `location` (a path or URL) with `options`, and returns
+/// the number of rows written: the entry point of `COPY … STORED AS ZARR`, the CLI's `convert`
+/// and Python's `write_zarr`.
+pub async fn write_zarr(
+    stream: SendableRecordBatchStream,
+    location: &str,
+    options: &WriteOptions,
+) -> Result<u64> {
+    let path = match url::Url::parse(location) {
+        Ok(url) if url.scheme() == "file" => url
+            .to_file_path()
+            .map_err(|()| ZarrError::Option(format!("{location} is not a local path")))?,
+        Ok(url) if url.scheme().len() > 1 => {
+            return Err(ZarrError::Option(format!(
+                "{location}: the Zarr writer writes local stores (object stores are not \
+                 written yet)"
+            )));
+        }
+        _ => PathBuf::from(location),
+    };
+    write_table(stream, &path, options).await
+}
+
 /// Writes `stream` as a new store at `target` in the table layout (replacing what is there
 /// once done), and returns the number of rows written.
 pub async fn write_table(
