@@ -107,6 +107,11 @@ impl ZarrStore {
         &self.url
     }
 
+    /// The object store and the store root within it (for the writer).
+    pub(crate) fn parts(&self) -> (&Arc<dyn ObjectStore>, &Path) {
+        (&self.store, &self.root)
+    }
+
     /// The store's URL, as shown in errors, plans and file metadata (without credentials).
     pub(crate) fn display_location(&self) -> &str {
         &self.shown
@@ -449,7 +454,7 @@ pub(crate) struct ManyObjects {
 const LOCAL_FILE_SYSTEM: &str = "LocalFileSystem(file:///)";
 
 /// Turns a location into a URL: URLs pass through, local paths must name an existing directory.
-fn location_url(location: &str) -> Result<Url> {
+pub(crate) fn location_url(location: &str) -> Result<Url> {
     if location.contains("://") {
         // Not yet parsed: shown without anything that may be a password or a token.
         let shown = redact_unparsed(location);

@@ -326,14 +326,14 @@ impl PyZarrTableFactory {
 }
 
 /// Writes the Arrow C stream in `stream` (a PyCapsule from `__arrow_c_stream__`) as a Zarr
-/// store at `path` in the table layout, with `options` as `COPY … STORED AS ZARR` takes them;
+/// store at `location` (a path or URL), with `options` as `COPY … STORED AS ZARR` takes them;
 /// returns the rows written. datafusion-python cannot register a file format for `COPY`
 /// across its FFI, so the package writes through this instead.
 #[pyfunction]
 fn _write_zarr(
     py: Python<'_>,
     stream: &Bound<'_, PyCapsule>,
-    path: PathBuf,
+    location: String,
     options: Vec<(String, String)>,
 ) -> PyResult<u64> {
     let pairs = options.iter().map(|(k, v)| (k.as_str(), v.as_str()));
@@ -354,7 +354,7 @@ fn _write_zarr(
             futures::stream::iter(batches),
         );
         runtime::block_on(async move {
-            datafusion_zarr::write::write_table(Box::pin(stream), &path, &options).await
+            datafusion_zarr::write::write_zarr(Box::pin(stream), &location, &options).await
         })
     });
     written

@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
@@ -25,8 +24,8 @@ use datafusion::physical_plan::{
 };
 use object_store::{ObjectMeta, ObjectStore};
 
-use super::layout::WriteOptions;
-use super::table_writer::write_table;
+use super::options::WriteOptions;
+use super::table_writer::write_zarr_in;
 
 /// The factory of [`ZarrFormat`], for `STORED AS ZARR` in `COPY`.
 #[derive(Debug, Default)]
@@ -118,7 +117,7 @@ impl FileFormat for ZarrFormat {
         conf: FileSinkConfig,
         order_requirements: Option<LexRequirement>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let target = local_store(&conf)?;
+        let target = target_location(&conf)?;
         let sink = ZarrSink {
             schema: conf.output_schema().clone(),
             target,
@@ -138,37 +137,39 @@ impl FileFormat for ZarrFormat {
     }
 }
 
-/// The local directory a `COPY` writes, or why it cannot.
-fn local_store(conf: &FileSinkConfig) -> Result<PathBuf> {
+/// The store a `COPY` writes, or why it cannot.
+fn target_location(conf: &FileSinkConfig) -> Result<String> {
     let [url] = conf.table_paths.as_slice() else {
         return not_impl_err!("COPY … STORED AS ZARR writes one store");
     };
     if !conf.table_partition_cols.is_empty() {
         return not_impl_err!("COPY … STORED AS ZARR does not write partitions (PARTITIONED BY)");
     }
-    if url.scheme() != "file" {
-        return not_impl_err!(
-            "COPY … STORED AS ZARR writes local stores; {} is not local (object stores are \
-             not written yet)",
-            url.as_str()
-        );
+    let url = url.get_url();
+    if url.scheme() == "file" {
+        let path = url
+            .to_file_path()
+            .map_err(|()| DataFusionError::Plan(format!("{} is not a local path", url.as_str())))?;
+        return Ok(path.display().to_string());
     }
-    url.get_url()
-        .to_file_path()
-        .map_err(|()| DataFusionError::Plan(format!("{} is not a local path", url.as_str())))
+    Ok(url.as_str().to_string())
 }
 
 /// Writes a COPY's rows as a Zarr store, atomically.
 #[derive(Debug)]
 struct ZarrSink {
     schema: SchemaRef,
-    target: PathBuf,
+    target: String,
     options: WriteOptions,
 }
 
 impl DisplayAs for ZarrSink {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "ZarrSink(store={})", self.target.display())
+        write!(
+            f,
+            "ZarrSink(store={})",
+            crate::object_stores::redact_unparsed(&self.target)
+        )
     }
 }
 
@@ -181,8 +182,9 @@ impl DataSink for ZarrSink {
     async fn write_all(
         &self,
         data: SendableRecordBatchStream,
-        _context: &Arc<TaskContext>,
+        context: &Arc<TaskContext>,
     ) -> Result<u64> {
-        Ok(write_table(data, &self.target, &self.options).await?)
+        let runtime = context.runtime_env();
+        Ok(write_zarr_in(&runtime, data, &self.target, &self.options).await?)
     }
 }

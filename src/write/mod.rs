@@ -1,13 +1,19 @@
 //! Writing Zarr: `COPY … TO 'out.zarr' STORED AS ZARR` ([`format`]: DataFusion's file format
-//! and sink), a store written beside its target and moved into place when complete
-//! ([`atomic_directory`]), the table layout ([`layout`]: which arrays a table becomes) and the writer that
-//! turns a stream of batches into chunks ([`table_writer`]).
+//! and sink), the options ([`options`]), which array a column becomes ([`arrays`]), Arrow
+//! values as Zarr elements ([`elements`]), chunks through zarrs' codecs ([`encode`]), where
+//! the objects go so that nothing half-written is visible ([`target`], [`atomic_directory`]),
+//! and the layouts: the table ([`table_writer`]) and the N-D grid ([`grid_writer`]).
 
+mod arrays;
 mod atomic_directory;
+mod elements;
+mod encode;
 pub mod format;
-mod layout;
+mod grid_writer;
+pub mod options;
 mod table_writer;
+mod target;
 
 pub use format::{ZarrFormat, ZarrFormatFactory};
-pub use layout::WriteOptions;
-pub use table_writer::{write_table, write_zarr};
+pub use options::{WRITE_OPTIONS, WriteOptions};
+pub use table_writer::{write_zarr, write_zarr_in};

@@ -1,407 +1,446 @@
-//! The table writer: a stream of batches into a new store in the table layout
-//! ([`super::layout`]), chunk by chunk, in a hidden directory beside the target that replaces
-//! it only when every chunk and document is written (a failed or killed write leaves what was
-//! there).
+//! The table layout written from a stream of batches: a group with one 1-D array per column
+//! along one dimension, chunk by chunk as the rows arrive (each chunk encoded on the blocking
+//! pool while the query goes on), metadata last.
 //!
 //! Strings are `fixed_length_utf32` as wide as the longest one, which is known only at the
-//! end: their chunks are kept as UTF-8 in spill files in that directory (a quarter of their
-//! UTF-32 size for ASCII text), and encoded once the width is known. Memory holds one chunk
-//! per column.
+//! end. Each chunk is encoded as wide as the longest string so far, and the chunks written
+//! narrower than the final width are read back, widened and rewritten at the end. Measured
+//! against keeping every chunk as UTF-8 in spill files until the width is known
+//! (benches/write.py, in the note of issue #38): with lengths spread evenly, the longest
+//! string is met in the first chunk and nothing is rewritten, and encoding overlaps the
+//! query; spilling delays all encoding to the end and writes and reads every string once
+//! more. Strings sorted by length are the worst case: every chunk but the last is rewritten
+//! once. `string_length` fixes the width and rewrites nothing.
 
-use std::fs;
-use std::io::{BufReader, BufWriter, Read, Write};
-use std::num::NonZeroU64;
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
-use arrow::datatypes::{DataType, Float32Type, Float64Type, SchemaRef};
+use arrow::array::ArrayRef;
+use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::physical_plan::SendableRecordBatchStream;
 use futures::StreamExt;
-use serde_json::Value;
-use zarrs::array::{
-    ArrayBytes, ArrayMetadata, ArrayMetadataV3, ArrayToBytesCodecTraits, CodecOptions,
-};
+use serde_json::{Value, to_vec};
 
-use super::atomic_directory::AtomicDirectory;
-use super::layout::{Stored, WriteOptions, array_document, attributes, group_document, stored};
+use super::arrays::{
+    ArrayShape, ColumnSpec, Storage, array_documents, chunk_key, column_spec, fill_value,
+    group_documents,
+};
+use super::elements::{append_fixed, append_utf32, append_vlen, longest_string, prepared};
+use super::encode::{ChunkEncoder, Pipeline};
+use super::options::{TARGET_CHUNK_BYTES, WriteOptions};
+use super::target::Target;
 use crate::error::{Result, ZarrError};
-use crate::node::ZarrsArray;
 
 /// Writes `stream` as a Zarr store at `location` (a path or URL) with `options`, and returns
 /// the number of rows written: the entry point of `COPY … STORED AS ZARR`, the CLI's `convert`
-/// and Python's `write_zarr`.
+/// and Python's `write_zarr`. Remote locations use the object stores of a default runtime
+/// (built from `options`' storage options and the environment); see [`write_zarr_in`].
 pub async fn write_zarr(
     stream: SendableRecordBatchStream,
     location: &str,
     options: &WriteOptions,
 ) -> Result<u64> {
-    let path = match url::Url::parse(location) {
-        Ok(url) if url.scheme() == "file" => url
-            .to_file_path()
-            .map_err(|()| ZarrError::Option(format!("{location} is not a local path")))?,
-        Ok(url) if url.scheme().len() > 1 => {
-            return Err(ZarrError::Option(format!(
-                "{location}: the Zarr writer writes local stores (object stores are not \
-                 written yet)"
-            )));
-        }
-        _ => PathBuf::from(location),
-    };
-    write_table(stream, &path, options).await
+    write_zarr_in(&RuntimeEnv::default(), stream, location, options).await
 }
 
-/// Writes `stream` as a new store at `target` in the table layout (replacing what is there
-/// once done), and returns the number of rows written.
-pub async fn write_table(
+/// [`write_zarr`] with the object stores registered in `runtime`.
+pub async fn write_zarr_in(
+    runtime: &RuntimeEnv,
+    stream: SendableRecordBatchStream,
+    location: &str,
+    options: &WriteOptions,
+) -> Result<u64> {
+    if !options.dimensions.is_empty() {
+        return super::grid_writer::write_grid(runtime, stream, location, options).await;
+    }
+    let target = Arc::new(Target::create(runtime, location, options).await?);
+    let result = write_table(stream, &target, options).await;
+    finish(target, result).await
+}
+
+/// Commits `target` after a successful write, removes what it wrote after a failed one.
+pub(crate) async fn finish(target: Arc<Target>, result: Result<u64>) -> Result<u64> {
+    let Ok(target) = Arc::try_unwrap(target) else {
+        return Err(ZarrError::internal("a write's target still in use"));
+    };
+    match result {
+        Ok(rows) => {
+            target.commit().await?;
+            Ok(rows)
+        }
+        Err(e) => {
+            target.abort().await;
+            Err(e)
+        }
+    }
+}
+
+/// The rows of a chunk (or shard) of the table layout, and its inner chunk when sharded.
+#[derive(Debug, Clone, Copy)]
+struct Units {
+    rows: u64,
+    inner: Option<u64>,
+}
+
+impl Units {
+    /// The units of `options`, or of chunks of about [`TARGET_CHUNK_BYTES`] of the widest
+    /// column of `first` (a batch's elements, strings at their longest).
+    fn choose(options: &WriteOptions, widest: u64) -> Self {
+        let chunk = options
+            .chunk_rows
+            .unwrap_or_else(|| (TARGET_CHUNK_BYTES / widest.max(1)).max(1));
+        match options.shard_rows {
+            Some(shard) => Self {
+                rows: shard,
+                inner: Some(chunk),
+            },
+            None => Self {
+                rows: chunk,
+                inner: None,
+            },
+        }
+    }
+
+    /// The units of a table of `rows` rows, all in one unit: shrunk to fit it.
+    fn shrunk_to(self, rows: u64) -> Self {
+        let rows = rows.max(1);
+        if rows >= self.rows {
+            return self;
+        }
+        match self.inner {
+            Some(inner) => {
+                let inner = inner.min(rows);
+                Self {
+                    rows: rows.div_ceil(inner).saturating_mul(inner),
+                    inner: Some(inner),
+                }
+            }
+            None => Self { rows, inner: None },
+        }
+    }
+
+    fn shape(self, rows: u64, dimension: &str) -> ArrayShape {
+        ArrayShape {
+            shape: vec![rows],
+            grid: vec![self.rows],
+            inner: self.inner.map(|n| vec![n]),
+            dimensions: vec![dimension.to_string()],
+        }
+    }
+}
+
+/// Writes the table layout of `stream` into `target`; returns the rows written.
+pub(crate) async fn write_table(
     mut stream: SendableRecordBatchStream,
-    target: &Path,
+    target: &Arc<Target>,
     options: &WriteOptions,
 ) -> Result<u64> {
     let schema = stream.schema();
-    let directory = AtomicDirectory::new(target)?;
-    let mut columns = ColumnWriter::for_schema(&schema, directory.temp_path(), options)?;
+    let mut columns = schema
+        .fields()
+        .iter()
+        .map(|field| Ok(ColumnWriter::new(column_spec(field, options)?, options)))
+        .collect::<Result<Vec<_>>>()?;
+    let mut pipeline = Pipeline::new(target.clone());
+    let mut units: Option<Units> = None;
     let mut rows = 0u64;
     while let Some(batch) = stream.next().await {
-        let batch = batch.map_err(|e| ZarrError::Write {
-            target: target.display().to_string(),
-            message: e.to_string(),
-        })?;
-        for (column, array) in columns.iter_mut().zip(batch.columns()) {
-            column.push(array, rows)?;
+        let batch = batch.map_err(|e| target.error(format!("the query failed: {e}")))?;
+        if batch.num_rows() == 0 {
+            continue;
+        }
+        let arrays = columns
+            .iter()
+            .zip(batch.columns())
+            .map(|(column, array)| prepared(&column.spec, array))
+            .collect::<Result<Vec<_>>>()?;
+        let units = match units {
+            Some(u) => u,
+            None => {
+                let widest = columns
+                    .iter()
+                    .zip(&arrays)
+                    .map(|(c, a)| c.element_estimate(a, rows))
+                    .collect::<Result<Vec<_>>>()?;
+                *units.insert(Units::choose(
+                    options,
+                    widest.into_iter().max().unwrap_or(1),
+                ))
+            }
+        };
+        for (column, array) in columns.iter_mut().zip(&arrays) {
+            column.push(array, rows, units, &mut pipeline).await?;
         }
         rows = rows.saturating_add(batch.num_rows() as u64);
     }
+    let units = units.unwrap_or(Units::choose(options, 1));
+    let units = if columns.iter().all(|c| c.units == 0) {
+        units.shrunk_to(rows)
+    } else {
+        units
+    };
     let mut documents = Vec::with_capacity(columns.len());
-    for column in columns {
-        documents.push(column.finish(rows)?);
+    for column in &mut columns {
+        column.flush(units, &mut pipeline).await?;
     }
-    fs::write(
-        directory.temp_path().join("zarr.json"),
-        group_document(documents).to_string(),
-    )
-    .map_err(|e| io_error(target, e))?;
-    directory.commit()?;
+    for column in &mut columns {
+        column.widen(units, &mut pipeline).await?;
+    }
+    pipeline.finish().await?;
+    for column in &columns {
+        let shape = units.shape(rows, &options.dimension);
+        let fill = fill_value(&column.spec, column.saw_null, options.zarr_format);
+        let docs = array_documents(&column.spec, column.final_width(), &shape, &fill, options);
+        for (key, doc) in &docs {
+            let key = format!("{}/{key}", column.spec.name);
+            put_json(target, &key, doc).await?;
+        }
+        documents.push((column.spec.name.clone(), docs));
+    }
+    for (key, doc) in group_documents(&documents, options) {
+        put_json(target, &key, &doc).await?;
+    }
     Ok(rows)
+}
+
+/// Writes a metadata document.
+pub(crate) async fn put_json(target: &Target, key: &str, document: &Value) -> Result<()> {
+    let bytes = to_vec(document).map_err(|e| target.error(e.to_string()))?;
+    target.put(key, bytes.into()).await
 }
 
 /// One column's array being written.
 struct ColumnWriter {
-    /// The column (and array) name.
-    name: String,
-    /// The array's directory.
-    dir: PathBuf,
-    /// The Zarr data type.
-    data_type: &'static str,
-    stored: Stored,
-    /// Chunks written (or spilled) so far.
-    chunks: u64,
-    /// The rows of the current chunk: fixed-size elements.
-    fixed: Vec<u8>,
-    /// The rows of the current chunk: strings as UTF-8, and their lengths in bytes.
-    text: Vec<u8>,
-    lengths: Vec<u32>,
-    /// The longest string so far, in code points.
-    longest: u64,
-    /// The array's attributes (CF's, for times).
-    attributes: Value,
+    spec: ColumnSpec,
     options: WriteOptions,
+    /// The current unit's fixed-size elements.
+    fixed: Vec<u8>,
+    /// The current unit's variable-length values and their ends.
+    vlen: Vec<u8>,
+    offsets: Vec<usize>,
+    /// The current unit's strings, as they came (`fixed_length_utf32`).
+    strings: Vec<(ArrayRef, u64)>,
+    /// The longest string of the current unit, in code points.
+    unit_longest: u64,
+    /// Rows in the current unit.
+    buffered: u64,
+    /// Whether a NULL was written (as the `null_value`: the fill value says so).
+    saw_null: bool,
+    /// The width strings are encoded at so far, in bytes.
+    width: u64,
+    /// The width each unit was encoded at (strings).
+    unit_widths: Vec<u64>,
+    /// Units written.
+    units: u64,
+    /// Encoders by string width (0 for other types).
+    encoders: HashMap<u64, ChunkEncoder>,
 }
 
 impl ColumnWriter {
-    fn for_schema(schema: &SchemaRef, root: &Path, options: &WriteOptions) -> Result<Vec<Self>> {
-        let mut columns = Vec::new();
-        for field in schema.fields() {
-            let name = field.name();
-            let unsafe_name = name.is_empty()
-                || name.contains('/')
-                || name.starts_with("__")
-                || name == "."
-                || name == ".."
-                || name == "zarr.json";
-            if unsafe_name {
-                return Err(ZarrError::Option(format!(
-                    "column '{name}' cannot name a Zarr array (empty, '.', '..', a '/' or a \
-                     leading '__'): rename it with AS"
-                )));
+    fn new(spec: ColumnSpec, options: &WriteOptions) -> Self {
+        let width = options.string_length.map_or(4, |n| n.saturating_mul(4));
+        Self {
+            spec,
+            options: options.clone(),
+            fixed: Vec::new(),
+            vlen: Vec::new(),
+            offsets: Vec::new(),
+            strings: Vec::new(),
+            unit_longest: 0,
+            buffered: 0,
+            saw_null: false,
+            width,
+            unit_widths: Vec::new(),
+            units: 0,
+            encoders: HashMap::new(),
+        }
+    }
+
+    /// The bytes of one element of `array` (strings: at their longest in it).
+    fn element_estimate(&self, array: &ArrayRef, first: u64) -> Result<u64> {
+        Ok(match self.spec.storage {
+            Storage::Fixed { size } => size as u64,
+            Storage::Utf32 => match self.options.string_length {
+                Some(n) => n.saturating_mul(4),
+                None => longest_string(&self.spec, array, first)?
+                    .0
+                    .saturating_mul(4),
+            },
+            Storage::VlenUtf8 | Storage::VlenBytes => {
+                let data = array.to_data();
+                let bytes: usize = data.buffers().iter().map(|b| b.len()).sum();
+                (bytes / array.len().max(1)) as u64 + 8
             }
-            let (data_type, stored) = stored(field)?;
-            let dir = root.join(name);
-            fs::create_dir_all(dir.join("c")).map_err(|e| io_error(&dir, e))?;
-            columns.push(Self {
-                name: name.clone(),
-                dir,
-                data_type,
-                stored,
-                chunks: 0,
-                fixed: Vec::new(),
-                text: Vec::new(),
-                lengths: Vec::new(),
-                longest: 0,
-                attributes: attributes(field),
-                options: options.clone(),
-            });
-        }
-        Ok(columns)
+        })
     }
 
-    /// Rows in the current chunk.
-    fn buffered(&self) -> u64 {
-        match self.stored {
-            Stored::Fixed { size } => (self.fixed.len() / size.max(1)) as u64,
-            Stored::Strings => self.lengths.len() as u64,
-        }
+    /// The width of the string array, in bytes.
+    fn final_width(&self) -> Option<u64> {
+        (self.spec.storage == Storage::Utf32).then_some(self.width)
     }
 
-    /// Appends `array`, whose first row is row `first` of the table.
-    fn push(&mut self, array: &ArrayRef, first: u64) -> Result<()> {
+    /// Appends `array` (its first row is row `first` of the table), writing each unit it
+    /// completes.
+    async fn push(
+        &mut self,
+        array: &ArrayRef,
+        first: u64,
+        units: Units,
+        pipeline: &mut Pipeline,
+    ) -> Result<()> {
         let mut offset = 0usize;
         while offset < array.len() {
-            let room = self.options.chunk_rows.saturating_sub(self.buffered());
+            let room = units.rows.saturating_sub(self.buffered);
             let take = usize::try_from(room)
                 .unwrap_or(usize::MAX)
                 .min(array.len() - offset);
             let part = array.slice(offset, take);
-            self.append(&part, first.saturating_add(offset as u64))?;
+            self.append(part, first.saturating_add(offset as u64))?;
             offset += take;
-            if self.buffered() >= self.options.chunk_rows {
-                self.flush(self.options.chunk_rows)?;
+            if self.buffered >= units.rows {
+                self.flush(units, pipeline).await?;
             }
         }
         Ok(())
     }
 
-    /// The error for row `row` of this column.
-    fn row_error(&self, row: u64, rule: &str) -> ZarrError {
-        ZarrError::Option(format!("column {}, row {row}: {rule}", self.name))
-    }
-
-    fn append(&mut self, array: &ArrayRef, first: u64) -> Result<()> {
-        let null_row = (0..array.len()).find(|&i| array.is_null(i));
-        match array.data_type() {
-            DataType::Float32 => {
-                for v in array.as_primitive::<Float32Type>().iter() {
-                    self.fixed
-                        .extend_from_slice(&v.unwrap_or(f32::NAN).to_ne_bytes());
+    fn append(&mut self, array: ArrayRef, first: u64) -> Result<()> {
+        let rows = array.len() as u64;
+        let saw_null = match self.spec.storage {
+            Storage::Fixed { .. } => append_fixed(&self.spec, &array, first, &mut self.fixed)?,
+            Storage::VlenUtf8 | Storage::VlenBytes => {
+                append_vlen(&self.spec, &array, first, &mut self.vlen, &mut self.offsets)?
+            }
+            Storage::Utf32 => {
+                let (longest, saw_null) = longest_string(&self.spec, &array, first)?;
+                if let Some(limit) = self.options.string_length
+                    && longest > limit
+                    && !self.options.truncate_strings
+                {
+                    // The row is found (and named) by the encoder.
+                    let mut scratch = Vec::new();
+                    append_utf32(&self.spec, &array, first, limit * 4, false, &mut scratch)?;
                 }
-                return Ok(());
+                self.unit_longest = self.unit_longest.max(longest);
+                self.strings.push((array, first));
+                saw_null
             }
-            DataType::Float64 => {
-                for v in array.as_primitive::<Float64Type>().iter() {
-                    self.fixed
-                        .extend_from_slice(&v.unwrap_or(f64::NAN).to_ne_bytes());
-                }
-                return Ok(());
-            }
-            _ => {}
-        }
-        if let Some(i) = null_row {
-            return Err(self.row_error(
-                first.saturating_add(i as u64),
-                "NULL, which this type cannot hold in Zarr (only floats have one: NaN)",
-            ));
-        }
-        match array.data_type() {
-            DataType::Boolean => {
-                let values: &BooleanArray = array.as_boolean();
-                self.fixed.extend(values.values().iter().map(u8::from));
-            }
-            DataType::Utf8 => self.append_strings(array.as_string::<i32>().iter(), first)?,
-            DataType::LargeUtf8 => self.append_strings(array.as_string::<i64>().iter(), first)?,
-            DataType::Utf8View => self.append_strings(array.as_string_view().iter(), first)?,
-            _ => {
-                // A primitive of `size` bytes: its values as stored in memory (native order,
-                // which the `bytes` codec names).
-                let data = array.to_data();
-                let size = match self.stored {
-                    Stored::Fixed { size } => size,
-                    Stored::Strings => 0,
-                };
-                let start = data.offset().saturating_mul(size);
-                let end = start.saturating_add(data.len().saturating_mul(size));
-                let bytes = data
-                    .buffers()
-                    .first()
-                    .and_then(|b| b.as_slice().get(start..end));
-                let bytes =
-                    bytes.ok_or_else(|| ZarrError::internal("a primitive array's buffer"))?;
-                self.fixed.extend_from_slice(bytes);
-            }
-        }
+        };
+        self.saw_null |= saw_null;
+        self.buffered = self.buffered.saturating_add(rows);
         Ok(())
     }
 
-    fn append_strings<'a>(
-        &mut self,
-        values: impl Iterator<Item = Option<&'a str>>,
-        first: u64,
-    ) -> Result<()> {
-        for (i, value) in values.enumerate() {
-            let value = value.unwrap_or_default();
-            if value.ends_with('\0') {
-                return Err(self.row_error(
-                    first.saturating_add(i as u64),
-                    "the string ends with U+0000, which fixed_length_utf32 strips on reading",
-                ));
-            }
-            let length = u32::try_from(value.len()).map_err(|_| {
-                self.row_error(first.saturating_add(i as u64), "a string of 4 GiB or more")
-            })?;
-            self.longest = self.longest.max(value.chars().count() as u64);
-            self.text.extend_from_slice(value.as_bytes());
-            self.lengths.push(length);
+    /// The encoder for units of `units` at string width `width`.
+    fn encoder(&mut self, units: Units, width: u64) -> Result<ChunkEncoder> {
+        let key = if self.spec.storage == Storage::Utf32 {
+            width
+        } else {
+            0
+        };
+        if let Some(encoder) = self.encoders.get(&key) {
+            return Ok(encoder.clone());
         }
-        Ok(())
+        let shape = units.shape(units.rows, &self.options.dimension);
+        let fill = fill_value(&self.spec, false, self.options.zarr_format);
+        let width = (self.spec.storage == Storage::Utf32).then_some(width);
+        let docs = array_documents(&self.spec, width, &shape, &fill, &self.options);
+        let encoder = ChunkEncoder::new(&self.spec.name, &docs, &[units.rows])?;
+        self.encoders.insert(key, encoder.clone());
+        Ok(encoder)
     }
 
-    /// Writes the current chunk, of `chunk_rows` rows as stored (strings: spills it).
-    fn flush(&mut self, chunk_rows: u64) -> Result<()> {
-        if self.buffered() == 0 {
+    /// Writes the current unit.
+    async fn flush(&mut self, units: Units, pipeline: &mut Pipeline) -> Result<()> {
+        if self.buffered == 0 {
             return Ok(());
         }
-        let index = self.chunks;
-        match self.stored {
-            Stored::Fixed { .. } => {
+        let key = format!(
+            "{}/{}",
+            self.spec.name,
+            chunk_key(&[self.units], self.options.zarr_format)
+        );
+        match self.spec.storage {
+            Storage::Fixed { size } => {
+                let encoder = self.encoder(units, 0)?;
                 let bytes = std::mem::take(&mut self.fixed);
-                self.encode_chunk(index, bytes, chunk_rows, None)?;
+                pipeline
+                    .submit(key, move || encoder.encode_fixed(bytes, size as u64))
+                    .await?;
             }
-            Stored::Strings => {
-                let path = self.dir.join(format!(".spill-{index}"));
-                let file = fs::File::create(&path).map_err(|e| io_error(&path, e))?;
-                let mut out = BufWriter::new(file);
-                let count = self.lengths.len() as u64;
-                let mut write = |bytes: &[u8]| out.write_all(bytes).map_err(|e| io_error(&path, e));
-                write(&count.to_le_bytes())?;
-                for length in &self.lengths {
-                    write(&length.to_le_bytes())?;
-                }
-                write(&self.text)?;
-                out.flush().map_err(|e| io_error(&path, e))?;
-                self.text.clear();
-                self.lengths.clear();
+            Storage::VlenUtf8 | Storage::VlenBytes => {
+                let encoder = self.encoder(units, 0)?;
+                let bytes = std::mem::take(&mut self.vlen);
+                let offsets = std::mem::take(&mut self.offsets);
+                pipeline
+                    .submit(key, move || encoder.encode_vlen(bytes, offsets))
+                    .await?;
+            }
+            Storage::Utf32 => {
+                let width = match self.options.string_length {
+                    Some(n) => n.saturating_mul(4),
+                    None => self.width.max(self.unit_longest.saturating_mul(4)),
+                };
+                self.width = width;
+                let encoder = self.encoder(units, width)?;
+                let strings = std::mem::take(&mut self.strings);
+                let spec = self.spec.clone();
+                let truncate = self.options.truncate_strings;
+                pipeline
+                    .submit(key, move || {
+                        let mut bytes = Vec::new();
+                        for (array, first) in &strings {
+                            append_utf32(&spec, array, *first, width, truncate, &mut bytes)?;
+                        }
+                        encoder.encode_fixed(bytes, width)
+                    })
+                    .await?;
+                self.unit_widths.push(width);
+                self.unit_longest = 0;
             }
         }
-        self.chunks += 1;
+        self.units += 1;
+        self.buffered = 0;
         Ok(())
     }
 
-    /// Encodes chunk `index` (`bytes`: its elements, `chunk_rows` of them, the last chunk
-    /// padded) with the array's codecs and writes it.
-    fn encode_chunk(
-        &self,
-        index: u64,
-        mut bytes: Vec<u8>,
-        chunk_rows: u64,
-        width: Option<u64>,
-    ) -> Result<()> {
-        let array = self.zarrs_array(u64::MAX, width)?;
-        let element = match (self.stored, width) {
-            (Stored::Fixed { size }, _) => size as u64,
-            (Stored::Strings, Some(w)) => w,
-            (Stored::Strings, None) => return Err(ZarrError::internal("strings without a width")),
-        };
-        let full = usize::try_from(chunk_rows.saturating_mul(element))
-            .map_err(|_| ZarrError::internal("a chunk larger than memory"))?;
-        bytes.resize(full, 0);
-        let shape = [NonZeroU64::new(chunk_rows).unwrap_or(NonZeroU64::MIN)];
-        let encoded = array
-            .codecs()
-            .encode(
-                ArrayBytes::new_flen(bytes),
-                &shape,
-                array.data_type(),
-                array.fill_value(),
-                &CodecOptions::default(),
-            )
-            .map_err(|e| self.write_error(e.to_string()))?;
-        let path = self.dir.join("c").join(index.to_string());
-        fs::write(&path, &*encoded).map_err(|e| io_error(&path, e))
-    }
-
-    fn write_error(&self, message: String) -> ZarrError {
-        ZarrError::Write {
-            target: self.dir.display().to_string(),
-            message,
+    /// Rewrites the string units written narrower than the final width.
+    async fn widen(&mut self, units: Units, pipeline: &mut Pipeline) -> Result<()> {
+        let width = self.width;
+        let narrow: Vec<(u64, u64)> = (self.unit_widths.iter().enumerate())
+            .filter(|&(_, &w)| w < width)
+            .map(|(i, &w)| (i as u64, w))
+            .collect();
+        if narrow.is_empty() {
+            return Ok(());
         }
-    }
-
-    /// The array's metadata for `rows` rows (strings: `width` bytes each).
-    fn document(&self, rows: u64, width: Option<u64>) -> Value {
-        array_document(self.data_type, width, rows, &self.attributes, &self.options)
-    }
-
-    /// A zarrs array of this column's metadata (its codecs, to encode chunks).
-    fn zarrs_array(&self, rows: u64, width: Option<u64>) -> Result<ZarrsArray> {
-        let metadata: ArrayMetadataV3 = serde_json::from_value(self.document(rows, width))
-            .map_err(|e| self.write_error(e.to_string()))?;
-        ZarrsArray::new_with_metadata(Arc::new(()), "/", ArrayMetadata::V3(metadata))
-            .map_err(|e| self.write_error(e.to_string()))
-    }
-
-    /// Writes the last chunk, the strings' chunks at their final width, and `zarr.json`;
-    /// returns the array's name and document.
-    fn finish(mut self, rows: u64) -> Result<(String, Value)> {
-        let width = match self.stored {
-            Stored::Strings => Some(4 * self.longest.max(1)),
-            Stored::Fixed { .. } => None,
-        };
-        // The chunk shape: `chunk_rows`, or all the rows when they are fewer.
-        let chunk_rows = self.options.chunk_rows.min(rows).max(1);
-        self.flush(chunk_rows)?;
-        if let Some(width) = width {
-            for index in 0..self.chunks {
-                let path = self.dir.join(format!(".spill-{index}"));
-                let utf32 = read_spill(&path, width)?;
-                fs::remove_file(&path).map_err(|e| io_error(&path, e))?;
-                self.encode_chunk(index, utf32, chunk_rows, Some(width))?;
-            }
+        // Everything encoded so far must be written before it is read back.
+        pipeline.finish().await?;
+        let wide = self.encoder(units, width)?;
+        for (index, old_width) in narrow {
+            let key = format!(
+                "{}/{}",
+                self.spec.name,
+                chunk_key(&[index], self.options.zarr_format)
+            );
+            let narrow = self.encoder(units, old_width)?;
+            let encoded = pipeline.target().get(&key).await?;
+            let encoded = encoded.ok_or_else(|| ZarrError::internal("a chunk just written"))?;
+            let wide = wide.clone();
+            pipeline
+                .submit(key, move || {
+                    let old = narrow.decode_fixed(&encoded)?;
+                    let mut bytes =
+                        Vec::with_capacity(old.len() / old_width.max(1) as usize * width as usize);
+                    for element in old.chunks(old_width.max(1) as usize) {
+                        let start = bytes.len();
+                        bytes.extend_from_slice(element);
+                        bytes.resize(start + width as usize, 0);
+                    }
+                    wide.encode_fixed(bytes, width)
+                })
+                .await?;
         }
-        let document = self.document(rows, width);
-        let path = self.dir.join("zarr.json");
-        fs::write(&path, document.to_string()).map_err(|e| io_error(&path, e))?;
-        Ok((self.name, document))
-    }
-}
-
-/// A spilled chunk of strings as `fixed_length_utf32` elements of `width` bytes.
-fn read_spill(path: &Path, width: u64) -> Result<Vec<u8>> {
-    let file = fs::File::open(path).map_err(|e| io_error(path, e))?;
-    let mut input = BufReader::new(file);
-    let mut word = [0u8; 8];
-    input.read_exact(&mut word).map_err(|e| io_error(path, e))?;
-    let count = u64::from_le_bytes(word);
-    let mut lengths = Vec::new();
-    for _ in 0..count {
-        let mut length = [0u8; 4];
-        input
-            .read_exact(&mut length)
-            .map_err(|e| io_error(path, e))?;
-        lengths.push(u32::from_le_bytes(length) as usize);
-    }
-    let mut text = Vec::new();
-    input
-        .read_to_end(&mut text)
-        .map_err(|e| io_error(path, e))?;
-    let width = usize::try_from(width).map_err(|_| ZarrError::internal("a string width"))?;
-    let mut out = Vec::with_capacity(lengths.len().saturating_mul(width));
-    let mut at = 0usize;
-    for length in lengths {
-        let end = at.saturating_add(length);
-        let value = text.get(at..end).and_then(|b| std::str::from_utf8(b).ok());
-        let value = value.ok_or_else(|| ZarrError::internal("a spilled string"))?;
-        let start = out.len();
-        for c in value.chars() {
-            out.extend_from_slice(&(c as u32).to_ne_bytes());
-        }
-        out.resize(start.saturating_add(width), 0);
-        at = end;
-    }
-    Ok(out)
-}
-
-fn io_error(path: &Path, e: std::io::Error) -> ZarrError {
-    ZarrError::Write {
-        target: path.display().to_string(),
-        message: e.to_string(),
+        Ok(())
     }
 }

@@ -132,14 +132,27 @@ async fn a_failed_write_keeps_the_store_that_was_there() {
     // A write that fails after some chunks: the old store stays whole.
     let failing = format!(
         "COPY (SELECT CASE WHEN v = 250 THEN NULL ELSE v END AS n FROM generate_series(0, 299) \
-         t(v)) TO '{target}' STORED AS ZARR OPTIONS ('chunk_rows' '100')"
+         t(v)) TO '{target}' STORED AS ZARR OPTIONS ('chunk_rows' '100', 'mode' 'overwrite')"
     );
     assert!(copy(&failing).await.is_err());
     assert_eq!(count().await, [json!(10)]);
-    // A successful one replaces it, and nothing else is left beside it.
-    copy(&format!("COPY ({}) TO '{target}' STORED AS ZARR", rows(20)))
+    // Without mode 'overwrite' an existing store is an error, and kept.
+    let e = copy(&format!("COPY ({}) TO '{target}' STORED AS ZARR", rows(20)))
         .await
-        .unwrap();
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("a Zarr store is there (give mode 'overwrite'"),
+        "{e}"
+    );
+    assert_eq!(count().await, [json!(10)]);
+    // A successful one replaces it, and nothing else is left beside it.
+    copy(&format!(
+        "COPY ({}) TO '{target}' STORED AS ZARR OPTIONS ('mode' 'overwrite')",
+        rows(20)
+    ))
+    .await
+    .unwrap();
     assert_eq!(count().await, [json!(20)]);
     let names: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()

@@ -1,0 +1,477 @@
+//! Which array a column becomes: its Zarr data type, storage, CF attributes and NULL rule for
+//! each Arrow type (as NumPy, zarr-python and xarray write them), and its metadata documents
+//! in Zarr V3 (`zarr.json`) and V2 (`.zarray`, `.zattrs`) with the chosen codecs.
+
+use arrow::datatypes::{DataType, Field, TimeUnit};
+use serde_json::{Map, Value, json};
+
+use super::options::{Compression, StringEncoding, WriteOptions, ZarrVersion};
+use crate::error::{Result, ZarrError};
+
+/// How a column's elements are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Storage {
+    /// NumPy's fixed-size numbers and booleans: `size` bytes each, in native byte order.
+    Fixed {
+        /// Bytes per element.
+        size: usize,
+    },
+    /// `fixed_length_utf32` (`<U`): its width is `string_length` or the longest string.
+    Utf32,
+    /// Variable-length UTF-8 (V3 `string`, V2 `|O` with `vlen-utf8`).
+    VlenUtf8,
+    /// Variable-length bytes (V3 `variable_length_bytes`, V2 `|O` with `vlen-bytes`).
+    VlenBytes,
+}
+
+/// What a NULL becomes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum NullRule {
+    /// NaN (floats; NumPy's missing value).
+    NaN,
+    /// NumPy's NaT, the smallest `int64` (times and durations; xarray decodes it as NaT).
+    NaT,
+    /// The `null_value` option: these element bytes (native order), this fill value.
+    Value {
+        /// The element as stored.
+        bytes: Vec<u8>,
+        /// Its JSON form (`fill_value`, `_FillValue`).
+        json: Value,
+    },
+    /// An error naming the column and row.
+    Refused,
+}
+
+/// One column's array.
+#[derive(Debug, Clone)]
+pub(crate) struct ColumnSpec {
+    /// The column and array name.
+    pub name: String,
+    /// The V3 data type name (`int32`, `fixed_length_utf32`, `string`, …).
+    pub v3_type: &'static str,
+    /// How elements are stored.
+    pub storage: Storage,
+    /// The Arrow type the column is cast to before storing (times to `Int64`, dictionaries to
+    /// their values), if not its own.
+    pub cast_to: Option<DataType>,
+    /// What a NULL becomes.
+    pub null: NullRule,
+    /// CF attributes (times' `units` and `calendar`, durations' `dtype`).
+    pub attributes: Map<String, Value>,
+}
+
+/// The array of `field`, or the error naming its type.
+pub(crate) fn column_spec(field: &Field, options: &WriteOptions) -> Result<ColumnSpec> {
+    check_name(field.name())?;
+    let value_type = match field.data_type() {
+        DataType::Dictionary(_, values) => values.as_ref().clone(),
+        other => other.clone(),
+    };
+    let fixed = |v3_type, size| (v3_type, Storage::Fixed { size });
+    let (v3_type, storage) = match &value_type {
+        DataType::Boolean => fixed("bool", 1),
+        DataType::Int8 => fixed("int8", 1),
+        DataType::Int16 => fixed("int16", 2),
+        DataType::Int32 => fixed("int32", 4),
+        DataType::Int64 => fixed("int64", 8),
+        DataType::UInt8 => fixed("uint8", 1),
+        DataType::UInt16 => fixed("uint16", 2),
+        DataType::UInt32 => fixed("uint32", 4),
+        DataType::UInt64 => fixed("uint64", 8),
+        DataType::Float16 => fixed("float16", 2),
+        DataType::Float32 => fixed("float32", 4),
+        DataType::Float64 => fixed("float64", 8),
+        DataType::Timestamp(_, _) | DataType::Date32 | DataType::Date64 | DataType::Duration(_) => {
+            fixed("int64", 8)
+        }
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+            match options.string_encoding {
+                StringEncoding::Utf32 => ("fixed_length_utf32", Storage::Utf32),
+                StringEncoding::Vlen => ("string", Storage::VlenUtf8),
+            }
+        }
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => {
+            ("variable_length_bytes", Storage::VlenBytes)
+        }
+        other => {
+            return Err(ZarrError::Option(format!(
+                "column {} is {other}, which Zarr cannot hold (the writer writes booleans, \
+                 integers, floats, strings, binary, timestamps, dates and durations, and \
+                 dictionaries of them): cast it with CAST(… AS …)",
+                field.name()
+            )));
+        }
+    };
+    let mut attributes = Map::new();
+    let epoch = |unit: &str| {
+        let mut cf = Map::new();
+        cf.insert("units".into(), json!(format!("{unit} since 1970-01-01")));
+        cf.insert("calendar".into(), json!("proleptic_gregorian"));
+        cf
+    };
+    let (cast_to, null) = match &value_type {
+        DataType::Timestamp(unit, _) => {
+            attributes = epoch(unit_name(*unit));
+            (Some(DataType::Int64), NullRule::NaT)
+        }
+        DataType::Date32 => {
+            attributes = epoch("days");
+            (Some(DataType::Int64), NullRule::NaT)
+        }
+        DataType::Date64 => {
+            attributes = epoch("milliseconds");
+            (Some(DataType::Int64), NullRule::NaT)
+        }
+        DataType::Duration(unit) => {
+            // As xarray writes a timedelta64: its unit, and NumPy's dtype to decode to.
+            attributes.insert("units".into(), json!(unit_name(*unit)));
+            let short = match unit {
+                TimeUnit::Second => "s",
+                TimeUnit::Millisecond => "ms",
+                TimeUnit::Microsecond => "us",
+                TimeUnit::Nanosecond => "ns",
+            };
+            attributes.insert("dtype".into(), json!(format!("timedelta64[{short}]")));
+            (Some(DataType::Int64), NullRule::NaT)
+        }
+        DataType::Float16 | DataType::Float32 | DataType::Float64 => (None, NullRule::NaN),
+        _ => (None, null_value(field.name(), v3_type, options)?),
+    };
+    let cast_to = match (&value_type, field.data_type()) {
+        (_, DataType::Dictionary(_, _)) if cast_to.is_none() => Some(value_type.clone()),
+        _ => cast_to,
+    };
+    Ok(ColumnSpec {
+        name: field.name().clone(),
+        v3_type,
+        storage,
+        cast_to,
+        null,
+        attributes,
+    })
+}
+
+fn unit_name(unit: TimeUnit) -> &'static str {
+    match unit {
+        TimeUnit::Second => "seconds",
+        TimeUnit::Millisecond => "milliseconds",
+        TimeUnit::Microsecond => "microseconds",
+        TimeUnit::Nanosecond => "nanoseconds",
+    }
+}
+
+/// The `null_value` option as an element of `v3_type`, or [`NullRule::Refused`] without it.
+fn null_value(column: &str, v3_type: &str, options: &WriteOptions) -> Result<NullRule> {
+    let Some(text) = options.null_value.as_deref() else {
+        return Ok(NullRule::Refused);
+    };
+    let wrong = || {
+        ZarrError::Option(format!(
+            "null_value '{text}' is not a {v3_type} value, for column {column}"
+        ))
+    };
+    macro_rules! integer {
+        ($t:ty) => {{
+            let v = text.trim().parse::<$t>().map_err(|_| wrong())?;
+            (v.to_ne_bytes().to_vec(), json!(v))
+        }};
+    }
+    let (bytes, json) = match v3_type {
+        "bool" => match text.trim().to_ascii_lowercase().as_str() {
+            "true" => (vec![1], json!(true)),
+            "false" => (vec![0], json!(false)),
+            _ => return Err(wrong()),
+        },
+        "int8" => integer!(i8),
+        "int16" => integer!(i16),
+        "int32" => integer!(i32),
+        "int64" => integer!(i64),
+        "uint8" => integer!(u8),
+        "uint16" => integer!(u16),
+        "uint32" => integer!(u32),
+        "uint64" => integer!(u64),
+        "fixed_length_utf32" | "string" => {
+            if text.ends_with('\0') {
+                return Err(wrong());
+            }
+            (text.as_bytes().to_vec(), json!(text))
+        }
+        _ => (text.as_bytes().to_vec(), json!(text)),
+    };
+    Ok(NullRule::Value { bytes, json })
+}
+
+/// Refuses a column name that cannot name an array.
+fn check_name(name: &str) -> Result<()> {
+    let unsafe_name = name.is_empty()
+        || name.contains('/')
+        || name.starts_with("__")
+        || name.starts_with(".z")
+        || name == "."
+        || name == ".."
+        || name == "zarr.json"
+        || name == "c";
+    if unsafe_name {
+        return Err(ZarrError::Option(format!(
+            "column '{name}' cannot name a Zarr array (empty, '.', '..', 'c', 'zarr.json', a \
+             '/', or a leading '__' or '.z'): rename it with AS"
+        )));
+    }
+    Ok(())
+}
+
+/// The shape of one array as written.
+#[derive(Debug, Clone)]
+pub(crate) struct ArrayShape {
+    /// Its length along each dimension.
+    pub shape: Vec<u64>,
+    /// The chunk (or shard) grid's chunk shape.
+    pub grid: Vec<u64>,
+    /// The inner chunk shape when sharded.
+    pub inner: Option<Vec<u64>>,
+    /// Its dimension names.
+    pub dimensions: Vec<String>,
+}
+
+/// The metadata documents of an array: `(key, document)` pairs relative to the array's
+/// directory (`zarr.json`; or `.zarray` and `.zattrs`).
+pub(crate) fn array_documents(
+    spec: &ColumnSpec,
+    width: Option<u64>,
+    shape: &ArrayShape,
+    fill: &Value,
+    options: &WriteOptions,
+) -> Vec<(&'static str, Value)> {
+    let mut attributes = spec.attributes.clone();
+    if !fill.is_null() && matches!(spec.null, NullRule::Value { .. }) {
+        attributes.insert("_FillValue".into(), fill.clone());
+    }
+    match options.zarr_format {
+        ZarrVersion::V3 => vec![(
+            "zarr.json",
+            v3_document(spec, width, shape, fill, attributes, options),
+        )],
+        ZarrVersion::V2 => {
+            attributes.insert("_ARRAY_DIMENSIONS".into(), json!(shape.dimensions));
+            vec![
+                (".zarray", v2_document(spec, width, shape, fill, options)),
+                (".zattrs", Value::Object(attributes)),
+            ]
+        }
+    }
+}
+
+fn endian() -> &'static str {
+    if cfg!(target_endian = "big") {
+        "big"
+    } else {
+        "little"
+    }
+}
+
+/// The element size in bytes, for blosc's `typesize`.
+fn element_size(spec: &ColumnSpec, width: Option<u64>) -> u64 {
+    match spec.storage {
+        Storage::Fixed { size } => size as u64,
+        Storage::Utf32 => width.unwrap_or(4),
+        Storage::VlenUtf8 | Storage::VlenBytes => 1,
+    }
+}
+
+fn v3_compressor(spec: &ColumnSpec, width: Option<u64>, options: &WriteOptions) -> Option<Value> {
+    let level = options.compression_level;
+    match options.compression {
+        Compression::Zstd => Some(
+            json!({"name": "zstd", "configuration": {"level": level.unwrap_or(3), "checksum": false}}),
+        ),
+        Compression::Blosc => {
+            let typesize = element_size(spec, width);
+            let shuffle = if typesize > 1 { "shuffle" } else { "noshuffle" };
+            Some(
+                json!({"name": "blosc", "configuration": {"typesize": typesize, "cname": "zstd",
+                "clevel": level.unwrap_or(5), "shuffle": shuffle, "blocksize": 0}}),
+            )
+        }
+        Compression::Gzip => {
+            Some(json!({"name": "gzip", "configuration": {"level": level.unwrap_or(5)}}))
+        }
+        Compression::Lz4 => Some(
+            json!({"name": "numcodecs.lz4", "configuration": {"acceleration": level.unwrap_or(1)}}),
+        ),
+        Compression::None => None,
+    }
+}
+
+fn v3_document(
+    spec: &ColumnSpec,
+    width: Option<u64>,
+    shape: &ArrayShape,
+    fill: &Value,
+    attributes: Map<String, Value>,
+    options: &WriteOptions,
+) -> Value {
+    let data_type = match (spec.storage, width) {
+        (Storage::Utf32, Some(length_bytes)) => {
+            json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": length_bytes}})
+        }
+        _ => json!(spec.v3_type),
+    };
+    let serializer = match spec.storage {
+        Storage::Fixed { size: 1 } => json!({"name": "bytes"}),
+        Storage::Fixed { .. } | Storage::Utf32 => {
+            json!({"name": "bytes", "configuration": {"endian": endian()}})
+        }
+        Storage::VlenUtf8 => json!({"name": "vlen-utf8", "configuration": {}}),
+        Storage::VlenBytes => json!({"name": "vlen-bytes", "configuration": {}}),
+    };
+    let mut codecs = vec![serializer];
+    codecs.extend(v3_compressor(spec, width, options));
+    if let Some(inner) = &shape.inner {
+        codecs = vec![json!({"name": "sharding_indexed", "configuration": {
+            "chunk_shape": inner,
+            "codecs": codecs,
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+            "index_location": "end"}})];
+    }
+    json!({
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": shape.shape,
+        "data_type": data_type,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": shape.grid}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": fill,
+        "codecs": codecs,
+        "attributes": attributes,
+        "dimension_names": shape.dimensions,
+        "storage_transformers": [],
+    })
+}
+
+fn v2_document(
+    spec: &ColumnSpec,
+    width: Option<u64>,
+    shape: &ArrayShape,
+    fill: &Value,
+    options: &WriteOptions,
+) -> Value {
+    let order = if cfg!(target_endian = "big") {
+        ">"
+    } else {
+        "<"
+    };
+    let dtype = match (spec.storage, spec.v3_type) {
+        (Storage::Utf32, _) => format!("{order}U{}", width.unwrap_or(4) / 4),
+        (Storage::VlenUtf8 | Storage::VlenBytes, _) => "|O".into(),
+        (_, "bool") => "|b1".into(),
+        (_, "int8") => "|i1".into(),
+        (_, "uint8") => "|u1".into(),
+        (_, name) => {
+            let (kind, bits) = name.split_at(name.find(|c: char| c.is_ascii_digit()).unwrap_or(0));
+            let kind = match kind {
+                "int" => "i",
+                "uint" => "u",
+                _ => "f",
+            };
+            let bytes = bits.parse::<u32>().unwrap_or(8) / 8;
+            format!("{order}{kind}{bytes}")
+        }
+    };
+    let level = options.compression_level;
+    let compressor = match options.compression {
+        Compression::Zstd => json!({"id": "zstd", "level": level.unwrap_or(3)}),
+        Compression::Blosc => {
+            let shuffle = if element_size(spec, width) > 1 { 1 } else { 0 };
+            json!({"id": "blosc", "cname": "zstd", "clevel": level.unwrap_or(5), "shuffle": shuffle, "blocksize": 0})
+        }
+        Compression::Gzip => json!({"id": "gzip", "level": level.unwrap_or(5)}),
+        Compression::Lz4 => json!({"id": "lz4", "acceleration": level.unwrap_or(1)}),
+        Compression::None => Value::Null,
+    };
+    let filters = match spec.storage {
+        Storage::VlenUtf8 => json!([{"id": "vlen-utf8"}]),
+        Storage::VlenBytes => json!([{"id": "vlen-bytes"}]),
+        _ => Value::Null,
+    };
+    json!({
+        "zarr_format": 2,
+        "shape": shape.shape,
+        "chunks": shape.grid,
+        "dtype": dtype,
+        "fill_value": fill,
+        "order": "C",
+        "filters": filters,
+        "dimension_separator": ".",
+        "compressor": compressor,
+    })
+}
+
+/// The fill value of an array: its NULL's value, else NumPy's zero (V3), or none (V2, as
+/// xarray writes: there a fill value masks, and `0` or `""` would read as missing).
+pub(crate) fn fill_value(spec: &ColumnSpec, saw_null: bool, version: ZarrVersion) -> Value {
+    match (&spec.null, version) {
+        (NullRule::NaN, _) => json!("NaN"),
+        (NullRule::Value { json, .. }, _) if saw_null => json.clone(),
+        (_, ZarrVersion::V2) => Value::Null,
+        (_, ZarrVersion::V3) => match spec.storage {
+            Storage::Utf32 | Storage::VlenUtf8 => json!(""),
+            Storage::VlenBytes => json!([]),
+            Storage::Fixed { .. } if spec.v3_type == "bool" => json!(false),
+            Storage::Fixed { .. } => json!(0),
+        },
+    }
+}
+
+/// The metadata documents of the group: `(key, document)` pairs relative to its directory,
+/// with `arrays` (each array's name and documents) consolidated as zarr-python writes them.
+pub(crate) fn group_documents(
+    arrays: &[(String, Vec<(&'static str, Value)>)],
+    options: &WriteOptions,
+) -> Vec<(String, Value)> {
+    let attributes = Value::Object(options.attributes.clone());
+    match options.zarr_format {
+        ZarrVersion::V3 => {
+            let mut group =
+                json!({"zarr_format": 3, "node_type": "group", "attributes": attributes});
+            if options.consolidated {
+                let metadata: Map<String, Value> = arrays
+                    .iter()
+                    .filter_map(|(name, docs)| Some((name.clone(), docs.first()?.1.clone())))
+                    .collect();
+                group["consolidated_metadata"] =
+                    json!({"kind": "inline", "must_understand": false, "metadata": metadata});
+            }
+            vec![("zarr.json".into(), group)]
+        }
+        ZarrVersion::V2 => {
+            let mut documents = vec![
+                (".zgroup".to_string(), json!({"zarr_format": 2})),
+                (".zattrs".to_string(), attributes.clone()),
+            ];
+            if options.consolidated {
+                let mut metadata = Map::new();
+                metadata.insert(".zgroup".into(), json!({"zarr_format": 2}));
+                metadata.insert(".zattrs".into(), attributes);
+                for (name, docs) in arrays {
+                    for (key, doc) in docs {
+                        metadata.insert(format!("{name}/{key}"), doc.clone());
+                    }
+                }
+                documents.push((
+                    ".zmetadata".into(),
+                    json!({"metadata": metadata, "zarr_consolidated_format": 1}),
+                ));
+            }
+            documents
+        }
+    }
+}
+
+/// The key of chunk `index` (its position in the chunk grid) below the array's directory.
+pub(crate) fn chunk_key(index: &[u64], version: ZarrVersion) -> String {
+    let parts: Vec<String> = index.iter().map(u64::to_string).collect();
+    match version {
+        ZarrVersion::V3 => format!("c/{}", parts.join("/")),
+        ZarrVersion::V2 => parts.join("."),
+    }
+}

@@ -1,0 +1,286 @@
+//! Arrow arrays as the elements Zarr stores: fixed-size values in native byte order (NULLs
+//! as the column's NULL rule says), strings as padded UTF-32 code units, and variable-length
+//! values with their offsets. Errors name the column and the row.
+
+use arrow::array::{Array, ArrayRef, AsArray};
+use arrow::compute::cast;
+use arrow::datatypes::DataType;
+
+use super::arrays::{ColumnSpec, NullRule, Storage};
+use crate::error::{Result, ZarrError};
+
+/// The error for row `row` of `column`.
+pub(crate) fn row_error(column: &str, row: u64, rule: &str) -> ZarrError {
+    ZarrError::Option(format!("column {column}, row {row}: {rule}"))
+}
+
+/// `array` as the column stores it (cast to its storage type).
+pub(crate) fn prepared(spec: &ColumnSpec, array: &ArrayRef) -> Result<ArrayRef> {
+    match &spec.cast_to {
+        Some(to) => cast(array, to).map_err(|e| {
+            ZarrError::Option(format!(
+                "column {}: cannot store it as {to}: {e}",
+                spec.name
+            ))
+        }),
+        None => Ok(array.clone()),
+    }
+}
+
+/// The message of a NULL the column's type cannot hold.
+const NULL_REFUSED: &str = "NULL, which Zarr cannot hold in this type (floats hold NaN, times \
+                            NaT): give the option null_value to say what it becomes";
+
+/// Appends the fixed-size elements of `array` (already [`prepared`], its first row is row
+/// `first` of the table) to `out`; returns whether it held a NULL.
+pub(crate) fn append_fixed(
+    spec: &ColumnSpec,
+    array: &ArrayRef,
+    first: u64,
+    out: &mut Vec<u8>,
+) -> Result<bool> {
+    let Storage::Fixed { size } = spec.storage else {
+        return Err(ZarrError::internal(
+            "fixed elements of a column that is not",
+        ));
+    };
+    let start = out.len();
+    if let DataType::Boolean = array.data_type() {
+        let values = array.as_boolean();
+        out.extend(values.values().iter().map(u8::from));
+    } else {
+        let data = array.to_data();
+        let begin = data.offset().saturating_mul(size);
+        let end = begin.saturating_add(data.len().saturating_mul(size));
+        let bytes = data
+            .buffers()
+            .first()
+            .and_then(|b| b.as_slice().get(begin..end));
+        let bytes = bytes.ok_or_else(|| ZarrError::internal("a primitive array's buffer"))?;
+        out.extend_from_slice(bytes);
+    }
+    if array.null_count() == 0 {
+        return Ok(false);
+    }
+    let null: Vec<u8> = match &spec.null {
+        NullRule::NaN => match size {
+            2 => half::f16::NAN.to_ne_bytes().to_vec(),
+            4 => f32::NAN.to_ne_bytes().to_vec(),
+            _ => f64::NAN.to_ne_bytes().to_vec(),
+        },
+        NullRule::NaT => i64::MIN.to_ne_bytes().to_vec(),
+        NullRule::Value { bytes, .. } => bytes.clone(),
+        NullRule::Refused => {
+            let row = (0..array.len()).find(|&i| array.is_null(i)).unwrap_or(0);
+            out.truncate(start);
+            return Err(row_error(
+                &spec.name,
+                first.saturating_add(row as u64),
+                NULL_REFUSED,
+            ));
+        }
+    };
+    for i in (0..array.len()).filter(|&i| array.is_null(i)) {
+        let at = start.saturating_add(i.saturating_mul(size));
+        if let Some(slot) = out.get_mut(at..at.saturating_add(size)) {
+            slot.copy_from_slice(null.get(..size).unwrap_or_default());
+        }
+    }
+    Ok(true)
+}
+
+/// A column's strings, one by one (`None` for NULL).
+pub(crate) fn strings(array: &ArrayRef) -> Result<Box<dyn Iterator<Item = Option<&str>> + '_>> {
+    Ok(match array.data_type() {
+        DataType::Utf8 => Box::new(array.as_string::<i32>().iter()),
+        DataType::LargeUtf8 => Box::new(array.as_string::<i64>().iter()),
+        DataType::Utf8View => Box::new(array.as_string_view().iter()),
+        other => return Err(ZarrError::internal(format!("strings of {other}"))),
+    })
+}
+
+/// A column's binary values, one by one.
+fn binaries(array: &ArrayRef) -> Result<Box<dyn Iterator<Item = Option<&[u8]>> + '_>> {
+    Ok(match array.data_type() {
+        DataType::Binary => Box::new(array.as_binary::<i32>().iter()),
+        DataType::LargeBinary => Box::new(array.as_binary::<i64>().iter()),
+        DataType::BinaryView => Box::new(array.as_binary_view().iter()),
+        other => return Err(ZarrError::internal(format!("binary values of {other}"))),
+    })
+}
+
+/// The value a NULL string or binary becomes, or the error naming it.
+fn null_bytes<'a>(spec: &'a ColumnSpec, row: u64) -> Result<&'a [u8]> {
+    match &spec.null {
+        NullRule::Value { bytes, .. } => Ok(bytes),
+        _ => Err(row_error(&spec.name, row, NULL_REFUSED)),
+    }
+}
+
+/// The longest string of `array` in code points, checking each string (no trailing U+0000,
+/// no NULL without a `null_value`); returns it and whether a NULL was seen.
+pub(crate) fn longest_string(
+    spec: &ColumnSpec,
+    array: &ArrayRef,
+    first: u64,
+) -> Result<(u64, bool)> {
+    let mut longest = 0u64;
+    let mut saw_null = false;
+    for (i, value) in strings(array)?.enumerate() {
+        let row = first.saturating_add(i as u64);
+        let value = match value {
+            Some(v) => v.as_bytes(),
+            None => {
+                saw_null = true;
+                null_bytes(spec, row)?
+            }
+        };
+        if value.last() == Some(&0) {
+            return Err(row_error(
+                &spec.name,
+                row,
+                "the string ends with U+0000, which fixed_length_utf32 strips on reading",
+            ));
+        }
+        // Code points: the bytes that do not continue a UTF-8 sequence.
+        let count = value.iter().filter(|&&b| (b as i8) >= -0x40).count() as u64;
+        longest = longest.max(count);
+    }
+    Ok((longest, saw_null))
+}
+
+/// Appends the strings of `array` as `width`-byte UTF-32 elements in native byte order; a
+/// longer one is cut when `truncate`, else an error naming its row.
+pub(crate) fn append_utf32(
+    spec: &ColumnSpec,
+    array: &ArrayRef,
+    first: u64,
+    width: u64,
+    truncate: bool,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let width = usize::try_from(width).map_err(|_| ZarrError::internal("a string width"))?;
+    let units = width / 4;
+    let start = out.len();
+    let total = array.len().saturating_mul(width);
+    out.try_reserve(total)
+        .map_err(|_| ZarrError::internal("memory for a chunk of strings"))?;
+    for (i, value) in strings(array)?.enumerate() {
+        let row = first.saturating_add(i as u64);
+        let value: &str = match value {
+            Some(v) => v,
+            None => std::str::from_utf8(null_bytes(spec, row)?).unwrap_or_default(),
+        };
+        let element_start = out.len();
+        let mut count = 0usize;
+        for c in value.chars() {
+            if count == units {
+                if truncate {
+                    break;
+                }
+                out.truncate(start);
+                let length = value.chars().count();
+                return Err(row_error(
+                    &spec.name,
+                    row,
+                    &format!(
+                        "a string of {length} code points, longer than string_length {units} (string_overflow 'truncate' cuts it)"
+                    ),
+                ));
+            }
+            out.extend_from_slice(&(c as u32).to_ne_bytes());
+            count += 1;
+        }
+        out.resize(element_start.saturating_add(width), 0);
+    }
+    Ok(())
+}
+
+/// Appends the variable-length values of `array` (strings as UTF-8, or bytes) to `bytes`,
+/// and each value's end to `offsets`; returns whether a NULL was seen.
+pub(crate) fn append_vlen(
+    spec: &ColumnSpec,
+    array: &ArrayRef,
+    first: u64,
+    bytes: &mut Vec<u8>,
+    offsets: &mut Vec<usize>,
+) -> Result<bool> {
+    let mut saw_null = false;
+    let mut push = |i: usize, value: Option<&[u8]>| -> Result<()> {
+        let row = first.saturating_add(i as u64);
+        let value = match value {
+            Some(v) => v,
+            None => {
+                saw_null = true;
+                null_bytes(spec, row)?
+            }
+        };
+        bytes.extend_from_slice(value);
+        offsets.push(bytes.len());
+        Ok(())
+    };
+    match spec.storage {
+        Storage::VlenUtf8 => {
+            for (i, v) in strings(array)?.enumerate() {
+                push(i, v.map(str::as_bytes))?;
+            }
+        }
+        _ => {
+            for (i, v) in binaries(array)?.enumerate() {
+                push(i, v)?;
+            }
+        }
+    }
+    Ok(saw_null)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{Int32Array, StringArray};
+    use arrow::datatypes::Field;
+
+    use super::*;
+    use crate::write::arrays::column_spec;
+    use crate::write::options::WriteOptions;
+
+    #[test]
+    fn nulls_follow_the_rule_and_errors_name_column_and_row() -> Result<()> {
+        let options = WriteOptions::default();
+        let ints = Field::new("n", DataType::Int32, true);
+        let spec = column_spec(&ints, &options)?;
+        let array: ArrayRef = Arc::new(Int32Array::from(vec![Some(1), None]));
+        let mut out = Vec::new();
+        let message = append_fixed(&spec, &array, 10, &mut out)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(message.contains("column n, row 11"), "{message}");
+        assert!(out.is_empty());
+        let with_value = WriteOptions {
+            null_value: Some("-1".into()),
+            ..WriteOptions::default()
+        };
+        let spec = column_spec(&ints, &with_value)?;
+        assert!(append_fixed(&spec, &array, 0, &mut out)?);
+        assert_eq!(out, [1i32.to_ne_bytes(), (-1i32).to_ne_bytes()].concat());
+
+        let text = Field::new("s", DataType::Utf8, true);
+        let spec = column_spec(&text, &options)?;
+        let array: ArrayRef = Arc::new(StringArray::from(vec!["a😀", "abc"]));
+        assert_eq!(longest_string(&spec, &array, 0)?, (3, false));
+        let mut out = Vec::new();
+        let error = append_utf32(&spec, &array, 5, 8, false, &mut out);
+        assert!(error.is_err_and(|e| e.to_string().contains("row 6")));
+        append_utf32(&spec, &array, 5, 8, true, &mut out)?;
+        let units: Vec<u32> = out
+            .chunks(4)
+            .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        assert_eq!(units, ['a' as u32, 0x1F600, 'a' as u32, 'b' as u32]);
+        let zero: ArrayRef = Arc::new(StringArray::from(vec!["x\0"]));
+        assert!(longest_string(&spec, &zero, 0).is_err());
+        Ok(())
+    }
+}

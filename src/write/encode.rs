@@ -1,0 +1,186 @@
+//! Chunks through zarrs' codecs ([`ChunkEncoder`]: the array's own codec chain, from the
+//! metadata written, so a chunk is what zarr-python would write), encoded on the blocking
+//! pool while the query goes on and written as they finish ([`Pipeline`], a bounded number in
+//! flight, so memory holds that many chunks).
+
+use std::num::NonZeroU64;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::task::JoinSet;
+use zarrs::array::{
+    ArrayBytes, ArrayBytesOffsets, ArrayMetadata, ArrayMetadataV2, ArrayMetadataV3,
+    ArrayToBytesCodecTraits, CodecOptions,
+};
+
+use super::target::Target;
+use crate::error::{Result, ZarrError};
+use crate::node::ZarrsArray;
+
+/// The codecs of one array, for chunks of one shape.
+#[derive(Debug, Clone)]
+pub(crate) struct ChunkEncoder {
+    array: Arc<ZarrsArray>,
+    shape: Vec<NonZeroU64>,
+    /// The array, as errors name it.
+    name: String,
+}
+
+impl ChunkEncoder {
+    /// The encoder of the array `documents` describe (`zarr.json`, or `.zarray` and
+    /// `.zattrs`), for chunks of `shape`.
+    pub(crate) fn new(name: &str, documents: &[(&str, Value)], shape: &[u64]) -> Result<Self> {
+        let failed = |e: String| ZarrError::Write {
+            target: name.to_string(),
+            message: format!("its metadata does not make an array: {e}"),
+        };
+        let metadata = match documents {
+            [("zarr.json", document)] => ArrayMetadata::V3(
+                serde_json::from_value::<ArrayMetadataV3>(document.clone())
+                    .map_err(|e| failed(e.to_string()))?,
+            ),
+            [(".zarray", array), (".zattrs", _)] => ArrayMetadata::V2(
+                serde_json::from_value::<ArrayMetadataV2>(array.clone())
+                    .map_err(|e| failed(e.to_string()))?,
+            ),
+            _ => return Err(ZarrError::internal("array documents")),
+        };
+        let array = ZarrsArray::new_with_metadata(Arc::new(()), "/", metadata)
+            .map_err(|e| failed(e.to_string()))?;
+        let shape = shape
+            .iter()
+            .map(|&n| NonZeroU64::new(n).unwrap_or(NonZeroU64::MIN))
+            .collect();
+        Ok(Self {
+            array: Arc::new(array),
+            shape,
+            name: name.to_string(),
+        })
+    }
+
+    fn error(&self, e: impl std::fmt::Display) -> ZarrError {
+        ZarrError::Write {
+            target: self.name.clone(),
+            message: format!("encoding a chunk: {e}"),
+        }
+    }
+
+    fn encode(&self, bytes: ArrayBytes<'_>) -> Result<Vec<u8>> {
+        let array = &self.array;
+        let encoded = array
+            .codecs()
+            .encode(
+                bytes,
+                &self.shape,
+                array.data_type(),
+                array.fill_value(),
+                &CodecOptions::default(),
+            )
+            .map_err(|e| self.error(e))?;
+        Ok(encoded.into_owned())
+    }
+
+    /// The number of elements of a chunk.
+    pub(crate) fn elements(&self) -> u64 {
+        self.shape.iter().map(|n| n.get()).product()
+    }
+
+    /// Encodes a chunk of fixed-size elements (`bytes` holds at most a whole chunk; the rest
+    /// is padded with zeros).
+    pub(crate) fn encode_fixed(&self, mut bytes: Vec<u8>, element_size: u64) -> Result<Vec<u8>> {
+        let full = usize::try_from(self.elements().saturating_mul(element_size))
+            .map_err(|_| self.error("a chunk larger than memory"))?;
+        bytes.resize(full, 0);
+        self.encode(ArrayBytes::new_flen(bytes))
+    }
+
+    /// Encodes a chunk of variable-length elements (`offsets`: each element's end; missing
+    /// elements at the end are empty).
+    pub(crate) fn encode_vlen(&self, bytes: Vec<u8>, mut offsets: Vec<usize>) -> Result<Vec<u8>> {
+        let count = usize::try_from(self.elements()).map_err(|_| self.error("a chunk"))?;
+        offsets.insert(0, 0);
+        offsets.resize(count.saturating_add(1), bytes.len());
+        let offsets = ArrayBytesOffsets::new(offsets).map_err(|e| self.error(e))?;
+        let bytes = ArrayBytes::new_vlen(bytes, offsets).map_err(|e| self.error(e))?;
+        self.encode(bytes)
+    }
+
+    /// Decodes a chunk of fixed-size elements this encoder wrote.
+    pub(crate) fn decode_fixed(&self, encoded: &[u8]) -> Result<Vec<u8>> {
+        let array = &self.array;
+        let decoded = array
+            .codecs()
+            .decode(
+                encoded.to_vec().into(),
+                &self.shape,
+                array.data_type(),
+                array.fill_value(),
+                &CodecOptions::default(),
+            )
+            .map_err(|e| self.error(e))?;
+        let fixed = decoded.into_fixed().map_err(|e| self.error(e))?;
+        Ok(fixed.into_owned())
+    }
+}
+
+/// Chunks encoded on the blocking pool and written as they finish, at most `limit` at once.
+pub(crate) struct Pipeline {
+    tasks: JoinSet<Result<()>>,
+    limit: usize,
+    target: Arc<Target>,
+}
+
+impl Pipeline {
+    /// A pipeline writing to `target`, as many chunks at once as there are cores (and one
+    /// more, so a core is not idle while a chunk is written).
+    pub(crate) fn new(target: Arc<Target>) -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Self {
+            tasks: JoinSet::new(),
+            limit: cores.saturating_add(1),
+            target,
+        }
+    }
+
+    /// The target written to.
+    pub(crate) fn target(&self) -> &Arc<Target> {
+        &self.target
+    }
+
+    /// Encodes a chunk with `job` and writes it as `key`; waits while `limit` chunks are in
+    /// flight (and fails with the first that failed).
+    pub(crate) async fn submit(
+        &mut self,
+        key: String,
+        job: impl FnOnce() -> Result<Vec<u8>> + Send + 'static,
+    ) -> Result<()> {
+        while self.tasks.len() >= self.limit {
+            self.join_one().await?;
+        }
+        let target = self.target.clone();
+        self.tasks.spawn(async move {
+            let encoded = tokio::task::spawn_blocking(job)
+                .await
+                .map_err(|e| ZarrError::internal(format!("a chunk's encoding: {e}")))??;
+            target.put(&key, Bytes::from(encoded)).await
+        });
+        Ok(())
+    }
+
+    async fn join_one(&mut self) -> Result<()> {
+        match self.tasks.join_next().await {
+            Some(Ok(result)) => result,
+            Some(Err(e)) => Err(ZarrError::internal(format!("a chunk's write: {e}"))),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits for every chunk.
+    pub(crate) async fn finish(&mut self) -> Result<()> {
+        while !self.tasks.is_empty() {
+            self.join_one().await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,373 @@
+//! Where a write's objects go, so that nothing half-written is visible and nothing that
+//! existed is lost: a local store is written as a hidden directory beside its target and
+//! moved into place ([`AtomicDirectory`]); a new remote store is written in place, metadata
+//! last, and its objects removed if the write fails; an existing remote store being replaced
+//! is written below a hidden prefix beside it and copied over it only when complete; an
+//! append writes in place, its new chunks first and the grown metadata last.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use datafusion::execution::runtime_env::RuntimeEnv;
+use futures::TryStreamExt;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+
+use super::atomic_directory::AtomicDirectory;
+use super::options::{WriteMode, WriteOptions};
+use crate::error::{Result, ZarrError};
+use crate::object_stores::redact_text;
+use crate::store::ZarrStore;
+
+/// The metadata keys of a Zarr node (written last, removed first).
+const METADATA_KEYS: [&str; 5] = ["zarr.json", ".zgroup", ".zarray", ".zattrs", ".zmetadata"];
+
+/// Whether the object `key` (relative to a store root) is a node's metadata.
+fn is_metadata(key: &str) -> bool {
+    let name = key.rsplit('/').next().unwrap_or(key);
+    METADATA_KEYS.contains(&name)
+}
+
+/// How the objects reach the target.
+#[derive(Debug)]
+enum Staging {
+    /// A local directory beside the target, moved into place on commit.
+    Local(AtomicDirectory),
+    /// Straight into a new remote store; removed if the write fails.
+    Direct,
+    /// Below a hidden prefix beside an existing remote store, copied over it on commit.
+    Beside {
+        /// The store being replaced.
+        target: Path,
+    },
+    /// Into an existing store (an append): new objects are removed if the write fails.
+    InPlace,
+}
+
+/// The objects of one write.
+#[derive(Debug)]
+pub(crate) struct Target {
+    store: Arc<dyn ObjectStore>,
+    /// Where objects are written now.
+    root: Path,
+    /// The target as shown in errors (no credentials).
+    shown: String,
+    staging: Staging,
+    /// The objects written so far (to remove if the write fails).
+    written: Mutex<Vec<Path>>,
+    /// Values that errors must not show.
+    storage: crate::object_stores::StorageOptions,
+    done: bool,
+}
+
+impl Target {
+    /// Prepares a new store at `location`: an existing store there is an error unless
+    /// `mode` is `overwrite`.
+    pub(crate) async fn create(
+        runtime: &RuntimeEnv,
+        location: &str,
+        options: &WriteOptions,
+    ) -> Result<Self> {
+        if let Some(path) = local_path(location)? {
+            return Self::create_local(&path, options);
+        }
+        let store = ZarrStore::open(runtime, location, &options.storage)?;
+        let shown = store.display_location().to_string();
+        if matches!(store.url().scheme(), "http" | "https") {
+            return Err(ZarrError::Write {
+                target: shown,
+                message: "HTTP stores are read-only: write to a local path, s3://, gs:// or \
+                          az:// instead"
+                    .into(),
+            });
+        }
+        let (object_store, root) = store.parts();
+        let (object_store, root) = (object_store.clone(), root.clone());
+        let mut target = Self {
+            store: object_store,
+            root: root.clone(),
+            shown,
+            staging: Staging::Direct,
+            written: Mutex::new(Vec::new()),
+            storage: options.storage.clone(),
+            done: false,
+        };
+        let exists = target.is_store(&root).await?;
+        let occupied = exists || target.any_object(&root).await?;
+        match (occupied, options.mode) {
+            (false, _) => {}
+            (true, WriteMode::Error) => {
+                let what = if exists {
+                    "a Zarr store is there (give mode 'overwrite' to replace it)"
+                } else {
+                    "objects that are not a Zarr store are there (give mode 'overwrite' to \
+                     replace them)"
+                };
+                return Err(target.error(what.into()));
+            }
+            (true, WriteMode::Overwrite) => {
+                let nanos = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.subsec_nanos());
+                let parts: Vec<_> = root.parts().collect();
+                let name = root.filename().unwrap_or("store").to_string();
+                let hidden = format!(".{name}.{}-{nanos}.tmp", std::process::id());
+                let parent =
+                    Path::from_iter(parts.iter().take(parts.len().saturating_sub(1)).cloned());
+                target.root = parent.join(hidden.as_str());
+                target.staging = Staging::Beside { target: root };
+            }
+        }
+        Ok(target)
+    }
+
+    fn create_local(path: &std::path::Path, options: &WriteOptions) -> Result<Self> {
+        let error = |message: String| ZarrError::Write {
+            target: path.display().to_string(),
+            message,
+        };
+        if path.is_dir() {
+            let is_store = METADATA_KEYS.iter().any(|k| path.join(k).is_file());
+            let empty = std::fs::read_dir(path)
+                .map(|mut entries| entries.next().is_none())
+                .unwrap_or(false);
+            match (is_store, empty, options.mode) {
+                (_, true, _) | (true, _, WriteMode::Overwrite) => {}
+                (true, _, WriteMode::Error) => {
+                    return Err(error(
+                        "a Zarr store is there (give mode 'overwrite' to replace it)".into(),
+                    ));
+                }
+                (false, false, _) => {
+                    return Err(error(
+                        "a directory that is not a Zarr store is there; it is not replaced".into(),
+                    ));
+                }
+            }
+        }
+        let directory = AtomicDirectory::new(path)?;
+        let store = LocalFileSystem::new_with_prefix(directory.temp_path())
+            .map_err(|e| error(e.to_string()))?;
+        Ok(Self {
+            store: Arc::new(store),
+            root: Path::default(),
+            shown: path.display().to_string(),
+            staging: Staging::Local(directory),
+            written: Mutex::new(Vec::new()),
+            storage: options.storage.clone(),
+            done: false,
+        })
+    }
+
+    /// An existing store at `store`'s root, to append to.
+    pub(crate) fn in_place(store: &ZarrStore, options: &WriteOptions) -> Self {
+        let (object_store, root) = store.parts();
+        Self {
+            store: object_store.clone(),
+            root: root.clone(),
+            shown: store.display_location().to_string(),
+            staging: Staging::InPlace,
+            written: Mutex::new(Vec::new()),
+            storage: options.storage.clone(),
+            done: false,
+        }
+    }
+
+    /// The target as shown in errors.
+    pub(crate) fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// The error of this write.
+    pub(crate) fn error(&self, message: String) -> ZarrError {
+        ZarrError::Write {
+            target: self.shown.clone(),
+            message: redact_text(&message, &self.storage),
+        }
+    }
+
+    fn path(&self, key: &str) -> Path {
+        key.split('/')
+            .filter(|p| !p.is_empty())
+            .fold(self.root.clone(), |path, part| path.join(part))
+    }
+
+    /// Writes the object `key` (relative to the store root).
+    pub(crate) async fn put(&self, key: &str, bytes: Bytes) -> Result<()> {
+        let path = self.path(key);
+        self.store
+            .put(&path, PutPayload::from_bytes(bytes))
+            .await
+            .map_err(|e| self.error(format!("{key}: {e}")))?;
+        if let Ok(mut written) = self.written.lock() {
+            written.push(path);
+        }
+        Ok(())
+    }
+
+    /// Reads the object `key` of the store written to (appends read the last chunk).
+    pub(crate) async fn get(&self, key: &str) -> Result<Option<Bytes>> {
+        match self.store.get(&self.path(key)).await {
+            Ok(result) => Ok(Some(
+                result
+                    .bytes()
+                    .await
+                    .map_err(|e| self.error(format!("{key}: {e}")))?,
+            )),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.error(format!("{key}: {e}"))),
+        }
+    }
+
+    async fn is_store(&self, root: &Path) -> Result<bool> {
+        for key in METADATA_KEYS {
+            match self.store.head(&root.clone().join(key)).await {
+                Ok(_) => return Ok(true),
+                Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(self.error(format!("{key}: {e}"))),
+            }
+        }
+        Ok(false)
+    }
+
+    async fn any_object(&self, root: &Path) -> Result<bool> {
+        let mut listing = self.store.list(Some(root));
+        match listing.try_next().await {
+            Ok(first) => Ok(first.is_some()),
+            Err(e) => Err(self.error(e.to_string())),
+        }
+    }
+
+    /// Makes the written store the target's: moves or copies it into place, metadata last.
+    pub(crate) async fn commit(mut self) -> Result<()> {
+        let staging = std::mem::replace(&mut self.staging, Staging::InPlace);
+        match staging {
+            Staging::Local(directory) => {
+                // LocalFileSystem's put writes each file whole (a temporary file renamed).
+                directory.commit()?;
+            }
+            Staging::Direct | Staging::InPlace => {}
+            Staging::Beside { target } => self.copy_over(&target).await?,
+        }
+        self.done = true;
+        Ok(())
+    }
+
+    /// Copies the staged store over `target`: its old metadata goes first (it stops being a
+    /// store), then the new chunks, the arrays' metadata, the root's, and last the old
+    /// objects the new store does not have.
+    async fn copy_over(&self, target: &Path) -> Result<()> {
+        let old: Vec<Path> = self
+            .store
+            .list(Some(target))
+            .map_ok(|meta| meta.location)
+            .try_collect()
+            .await
+            .map_err(|e| self.error(e.to_string()))?;
+        let written = self.written.lock().map(|w| w.clone()).unwrap_or_default();
+        let relative = |path: &Path| -> Option<Vec<String>> {
+            path.prefix_match(&self.root)
+                .map(|parts| parts.map(|p| p.as_ref().to_string()).collect())
+        };
+        let mut moves: Vec<(Path, Path, bool, usize)> = Vec::new();
+        for from in &written {
+            let Some(parts) = relative(from) else {
+                continue;
+            };
+            let depth = parts.len();
+            let key = parts.join("/");
+            let to = parts
+                .iter()
+                .fold(target.clone(), |p, part| p.join(part.as_str()));
+            moves.push((from.clone(), to, is_metadata(&key), depth));
+        }
+        // Chunks first, then metadata from the deepest node up to the root.
+        moves.sort_by(|a, b| a.2.cmp(&b.2).then(b.3.cmp(&a.3)));
+        for key in METADATA_KEYS {
+            let path = target.clone().join(key);
+            match self.store.delete(&path).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(self.error(format!("{key}: {e}"))),
+            }
+        }
+        for (from, to, _, _) in &moves {
+            self.store
+                .copy(from, to)
+                .await
+                .map_err(|e| self.error(format!("{to}: {e}")))?;
+        }
+        let kept: std::collections::HashSet<&Path> = moves.iter().map(|m| &m.1).collect();
+        for path in old.iter().filter(|p| !kept.contains(p)) {
+            let _ = self.store.delete(path).await;
+        }
+        for (from, _, _, _) in &moves {
+            let _ = self.store.delete(from).await;
+        }
+        Ok(())
+    }
+
+    /// Removes what this write wrote (the store that was there stays as it was).
+    pub(crate) async fn abort(mut self) {
+        self.done = true;
+        let written = self
+            .written
+            .lock()
+            .map(|mut w| std::mem::take(&mut *w))
+            .unwrap_or_default();
+        if let Staging::Local(_) = self.staging {
+            // The hidden directory goes with the AtomicDirectory.
+            return;
+        }
+        for path in written {
+            let _ = self.store.delete(&path).await;
+        }
+    }
+}
+
+impl Drop for Target {
+    /// A write dropped unfinished (cancelled) removes its remote objects in the background,
+    /// best effort; a local one's directory goes with its [`AtomicDirectory`].
+    fn drop(&mut self) {
+        if self.done || matches!(self.staging, Staging::Local(_)) {
+            return;
+        }
+        let written = self
+            .written
+            .lock()
+            .map(|mut w| std::mem::take(&mut *w))
+            .unwrap_or_default();
+        if written.is_empty() {
+            return;
+        }
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let store = self.store.clone();
+            handle.spawn(async move {
+                for path in written {
+                    let _ = store.delete(&path).await;
+                }
+            });
+        }
+    }
+}
+
+/// The local directory `location` names (a path or a `file://` URL), or `None` for a URL of
+/// another scheme.
+fn local_path(location: &str) -> Result<Option<PathBuf>> {
+    if !location.contains("://") {
+        return Ok(Some(PathBuf::from(location)));
+    }
+    let url = url::Url::parse(location).map_err(|e| {
+        ZarrError::Location(format!(
+            "'{}' is not a URL: {e}",
+            crate::object_stores::redact_unparsed(location)
+        ))
+    })?;
+    if url.scheme() != "file" {
+        return Ok(None);
+    }
+    url.to_file_path()
+        .map(Some)
+        .map_err(|()| ZarrError::Location(format!("'{location}' is not a local path")))
+}
