@@ -67,6 +67,17 @@ impl NumcodecsDecoder for Lz4Codec {
         }
     }
 
+    /// numcodecs' format: the decoded size (4 bytes, little-endian), then one LZ4 block.
+    fn encode(&self, decoded: &[u8]) -> Result<Vec<u8>, CodecError> {
+        if u32::try_from(decoded.len()).is_err() {
+            return Err(CodecError::Other(format!(
+                "lz4: a chunk of {} bytes is larger than numcodecs' 4-byte size header holds",
+                decoded.len()
+            )));
+        }
+        Ok(lz4_flex::block::compress_prepend_size(decoded))
+    }
+
     fn decode<'a>(
         &self,
         encoded_value: ArrayBytesRaw<'a>,

@@ -1,7 +1,7 @@
 //! The zarrs side of a numcodecs codec we decode ourselves: each codec module implements
 //! [`NumcodecsDecoder`] (its id, configuration and decoding), and [`register`] makes it a zarrs
 //! runtime plugin under its V2 id and its V3 name `numcodecs.<id>`, as a bytes-to-bytes codec.
-//! The reader never writes chunks, so encoding is refused.
+//! Encoding is refused except by the codecs the writer offers (LZ4).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -30,6 +30,14 @@ pub(super) trait NumcodecsDecoder: std::fmt::Debug + Send + Sync + 'static {
     /// The encoded size for a decoded one, where the codec knows it.
     fn encoded_representation(&self, _decoded: &BytesRepresentation) -> BytesRepresentation {
         BytesRepresentation::UnboundedSize
+    }
+
+    /// Encodes one chunk's bytes, for the codecs the writer offers (the others refuse).
+    fn encode(&self, _decoded: &[u8]) -> Result<Vec<u8>, CodecError> {
+        Err(CodecError::Other(format!(
+            "{}: datafusion-zarr reads this codec but does not write it",
+            self.id()
+        )))
     }
 
     /// Decodes one chunk's bytes into at most the decoded size the chunk declares.
@@ -122,13 +130,10 @@ impl<D: NumcodecsDecoder> BytesToBytesCodecTraits for Plugin<D> {
 
     fn encode<'a>(
         &self,
-        _decoded_value: ArrayBytesRaw<'a>,
+        decoded_value: ArrayBytesRaw<'a>,
         _options: &CodecOptions,
     ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        Err(CodecError::Other(format!(
-            "{}: this reader does not write chunks",
-            self.0.id()
-        )))
+        self.0.encode(&decoded_value).map(ArrayBytesRaw::from)
     }
 
     fn decode<'a>(

@@ -415,7 +415,7 @@ pub(crate) fn fill_value(spec: &ColumnSpec, saw_null: bool, version: ZarrVersion
         (_, ZarrVersion::V2) => Value::Null,
         (_, ZarrVersion::V3) => match spec.storage {
             Storage::Utf32 | Storage::VlenUtf8 => json!(""),
-            Storage::VlenBytes => json!([]),
+            Storage::VlenBytes => json!(""),
             Storage::Fixed { .. } if spec.v3_type == "bool" => json!(false),
             Storage::Fixed { .. } => json!(0),
         },

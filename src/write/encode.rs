@@ -35,15 +35,29 @@ impl ChunkEncoder {
             target: name.to_string(),
             message: format!("its metadata does not make an array: {e}"),
         };
+        crate::codecs::register();
         let metadata = match documents {
             [("zarr.json", document)] => ArrayMetadata::V3(
                 serde_json::from_value::<ArrayMetadataV3>(document.clone())
                     .map_err(|e| failed(e.to_string()))?,
             ),
-            [(".zarray", array), (".zattrs", _)] => ArrayMetadata::V2(
-                serde_json::from_value::<ArrayMetadataV2>(array.clone())
-                    .map_err(|e| failed(e.to_string()))?,
-            ),
+            [(".zarray", array), (".zattrs", _)] => {
+                // A V2 array may have no fill value (xarray's way: there it masks); zarrs
+                // wants one to encode with, and it does not change a chunk's bytes.
+                let mut array = array.clone();
+                if array["fill_value"].is_null() {
+                    let text = array["dtype"].as_str().unwrap_or_default();
+                    array["fill_value"] = match text.get(1..2) {
+                        Some("U" | "O" | "S") => Value::from(""),
+                        Some("b") => Value::from(false),
+                        _ => Value::from(0),
+                    };
+                }
+                ArrayMetadata::V2(
+                    serde_json::from_value::<ArrayMetadataV2>(array)
+                        .map_err(|e| failed(e.to_string()))?,
+                )
+            }
             _ => return Err(ZarrError::internal("array documents")),
         };
         let array = ZarrsArray::new_with_metadata(Arc::new(()), "/", metadata)
