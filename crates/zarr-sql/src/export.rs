@@ -2,11 +2,10 @@
 //! written by our Parquet writer (DataFusion's on a cluster), with the source's Zarr metadata
 //! in the file footer, atomic replacement of the target, and a progress bar.
 
-use std::io::IsTerminal;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use datafusion::error::{DataFusionError, Result};
@@ -14,8 +13,8 @@ use datafusion_zarr::export::{
     Compression, ParquetExport, export_frame, write_parquet, write_parquet_with_sink,
 };
 use datafusion_zarr::{ProgressCounter, ZarrOptions, ZarrTable};
-use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::progress::{Display, Tracked};
 use crate::{GlobalArgs, session_on, table_options};
 
 /// `zarr-sql export`'s arguments.
@@ -113,7 +112,13 @@ pub async fn run(args: ExportArgs, global: &GlobalArgs) -> Result<()> {
     let df = export_frame(&ctx, Arc::new(table), &columns, args.predicate.as_deref())?;
 
     let start = Instant::now();
-    let display = Display::start(&args, global.quiet, progress.clone());
+    let tracked = match args.scheduler {
+        Some(_) => Tracked::Elapsed(
+            "the export runs on the cluster; its progress stays in the executors".into(),
+        ),
+        None => Tracked::Scan(progress.clone()),
+    };
+    let display = Display::start(tracked, global.quiet, args.progress);
     // Absolute, as this process sees it: on a cluster an executor writes the file.
     let output = std::path::absolute(&args.output).map_err(|e| {
         datafusion::error::DataFusionError::Plan(format!("{}: {e}", args.output.display()))
@@ -134,103 +139,4 @@ pub async fn run(args: ExportArgs, global: &GlobalArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The progress display: an indicatif bar on a terminal, plain lines when forced elsewhere.
-/// On a cluster the scan's progress stays in the executors: a spinner with the elapsed time,
-/// or one plain line saying so.
-struct Display {
-    bar: Option<ProgressBar>,
-    ticker: Option<tokio::task::JoinHandle<()>>,
-    progress: Arc<ProgressCounter>,
-    plain: bool,
-}
-
-impl Display {
-    fn start(args: &ExportArgs, quiet: bool, progress: Arc<ProgressCounter>) -> Self {
-        let terminal = std::io::stderr().is_terminal();
-        let show = !quiet && (terminal || args.progress);
-        let mut display = Self {
-            bar: None,
-            ticker: None,
-            progress,
-            plain: false,
-        };
-        if !show {
-            return display;
-        }
-        if args.scheduler.is_some() {
-            let message = "the export runs on the cluster; its progress stays in the executors";
-            match terminal {
-                true => {
-                    let bar = ProgressBar::new_spinner();
-                    bar.set_style(
-                        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
-                            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-                    );
-                    bar.set_message(message);
-                    bar.enable_steady_tick(Duration::from_millis(100));
-                    display.bar = Some(bar);
-                }
-                false => eprintln!("progress: {message}"),
-            }
-            return display;
-        }
-        if !terminal {
-            display.plain = true;
-            return display;
-        }
-        let bar = ProgressBar::new(0);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} rows {msg} ({per_sec}, ETA {eta})",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        let ticker_bar = bar.clone();
-        let ticker_progress = display.progress.clone();
-        display.ticker = Some(tokio::spawn(async move {
-            loop {
-                update(&ticker_bar, &ticker_progress);
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }));
-        display.bar = Some(bar);
-        display
-    }
-
-    fn finish(self, ok: bool) {
-        if let Some(t) = &self.ticker {
-            t.abort();
-        }
-        if let Some(bar) = &self.bar {
-            if self.ticker.is_some() {
-                update(bar, &self.progress);
-            }
-            if ok {
-                bar.finish()
-            } else {
-                bar.abandon()
-            }
-            // indicatif leaves the cursor after the bar's last frame: what follows starts on
-            // a line of its own.
-            if !bar.is_hidden() {
-                eprintln!();
-            }
-        }
-        if self.plain {
-            let p = self.progress.snapshot();
-            eprintln!(
-                "progress: {}/{} rows, {}/{} chunks",
-                p.rows, p.total_rows, p.chunks, p.total_chunks
-            );
-        }
-    }
-}
-
-fn update(bar: &ProgressBar, progress: &ProgressCounter) {
-    let p = progress.snapshot();
-    bar.set_length(p.total_rows);
-    bar.set_position(p.rows);
-    bar.set_message(format!("{}/{} chunks", p.chunks, p.total_chunks));
 }

@@ -3,6 +3,7 @@
 //! ```text
 //! zarr-sql [LOCATION] [-c SQL]... [-f FILE]... [--format table|csv|json|ndjson] [-q]
 //! zarr-sql export LOCATION OUT.parquet [--path P] [--columns C] [--where PRED] ...
+//! zarr-sql convert IN OUT [--from F] [--to parquet|zarr] [-w KEY=VALUE]... [--columns C] ...
 //! zarr-sql inspect LOCATION [--format text|json]
 //! zarr-sql scheduler [--bind ADDR]                      (feature `ballista`)
 //! zarr-sql executor [--scheduler ADDR] [--bind ADDR]    (feature `ballista`)
@@ -16,11 +17,13 @@
 #[cfg(feature = "ballista")]
 mod cluster;
 mod commands;
+mod convert;
 mod errors;
 mod export;
 mod inspect;
 mod malloc;
 mod output;
+mod progress;
 mod shell;
 mod test_store;
 
@@ -86,6 +89,8 @@ pub(crate) struct GlobalArgs {
 enum Subcommand {
     /// Export a Zarr array or group to a Parquet file.
     Export(export::ExportArgs),
+    /// Convert a Parquet, CSV or JSON file or a Zarr store to a Parquet file or a Zarr store.
+    Convert(convert::ConvertArgs),
     /// Show the groups and arrays of a Zarr store and the tables they map to.
     Inspect(inspect::InspectArgs),
     /// Run a Ballista scheduler that plans queries over Zarr stores for its executors.
@@ -151,6 +156,7 @@ fn main() -> ExitCode {
         match cli.command {
             None => run(cli.query, &cli.global).await,
             Some(Subcommand::Export(args)) => export::run(args, &cli.global).await,
+            Some(Subcommand::Convert(args)) => convert::run(args, &cli.global).await,
             Some(Subcommand::Inspect(args)) => inspect::run(args, &cli.global).await,
             #[cfg(feature = "ballista")]
             Some(Subcommand::Scheduler(args)) => cluster::run_scheduler(args).await,

@@ -5,6 +5,7 @@ mod cli;
 #[cfg(feature = "ballista")]
 mod cluster;
 mod common;
+mod convert;
 mod docs;
 mod export;
 mod remote;
