@@ -85,6 +85,17 @@ pub enum ZarrError {
         message: String,
     },
 
+    /// A row of a query cannot be written (a NULL the type cannot hold, a string too long).
+    #[error("column {column}, row {row}: {message}")]
+    Row {
+        /// The column.
+        column: String,
+        /// The row, counted from 0 in the order the query gave them.
+        row: u64,
+        /// The rule it breaks.
+        message: String,
+    },
+
     /// Writing a store failed (what was there before is kept).
     #[error("cannot write {target}: {message}")]
     Write {

@@ -7,7 +7,9 @@ use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{Result as DFResult, Statistics};
 use datafusion::datasource::TableType;
+use datafusion::datasource::sink::DataSinkExec;
 use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::execution_props::ExecutionProps;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
@@ -48,6 +50,9 @@ use crate::table::{ColumnSource, TableModel};
 #[derive(Debug, Clone)]
 pub struct ZarrTable {
     model: Arc<TableModel>,
+    /// The table as reopened after an `INSERT INTO` grew it (shared by the table's clones, so
+    /// the session's registered table reads the appended rows).
+    grown: Arc<std::sync::Mutex<Option<Arc<TableModel>>>>,
     progress: Option<Arc<dyn ScanProgress>>,
     /// Plan every scan as a file scan (a `DataSourceExec`, see `scan::file_scan`): set on a
     /// table that arrived through a cluster's plan (see `distributed`), whose engine divides
@@ -71,6 +76,7 @@ impl ZarrTable {
         let model = TableModel::new(store, node, options)?;
         Ok(Self {
             model: Arc::new(model),
+            grown: Arc::default(),
             progress: None,
             for_cluster: false,
         })
@@ -120,7 +126,7 @@ impl ZarrTable {
 
     /// Number of rows (the element count of the value arrays' shape).
     pub fn num_rows(&self) -> Option<u64> {
-        self.model.num_rows().ok()
+        self.current().num_rows().ok()
     }
 
     /// The index columns (element indexes along a dimension, `UInt64`), in schema order.
@@ -144,6 +150,12 @@ impl ZarrTable {
     pub(crate) fn model(&self) -> &Arc<TableModel> {
         &self.model
     }
+
+    /// The table as it is now: as opened, or as reopened after an `INSERT INTO`.
+    fn current(&self) -> Arc<TableModel> {
+        let grown = self.grown.lock().ok().and_then(|g| g.clone());
+        grown.unwrap_or_else(|| self.model.clone())
+    }
 }
 
 #[async_trait]
@@ -157,9 +169,10 @@ impl TableProvider for ZarrTable {
     }
 
     fn statistics(&self) -> Option<Statistics> {
-        let rows = usize::try_from(self.model.num_rows().ok()?).ok()?;
+        let model = self.current();
+        let rows = usize::try_from(model.num_rows().ok()?).ok()?;
         let rows = crate::scan::exact_rows(rows);
-        Some(Statistics::new_unknown(&self.model.schema).with_num_rows(rows))
+        Some(Statistics::new_unknown(&model.schema).with_num_rows(rows))
     }
 
     /// Filters on dimension (index or coordinate) columns prune chunks; DataFusion still
@@ -168,14 +181,14 @@ impl TableProvider for ZarrTable {
         &self,
         filters: &[&Expr],
     ) -> DFResult<Vec<TableProviderFilterPushDown>> {
+        let model = self.current();
         let props = ExecutionProps::new();
         Ok(filters
             .iter()
             .map(|f| {
-                let usable = self.model.options.pushdown
-                    && ScanFilter::from_logical(&self.model, f, &props).is_ok_and(|f| {
-                        f.is_dimension_filter(&self.model)
-                            || RawFilter::parse(&self.model, &f).is_some()
+                let usable = model.options.pushdown
+                    && ScanFilter::from_logical(&model, f, &props).is_ok_and(|f| {
+                        f.is_dimension_filter(&model) || RawFilter::parse(&model, &f).is_some()
                     });
                 if usable {
                     TableProviderFilterPushDown::Inexact
@@ -193,23 +206,24 @@ impl TableProvider for ZarrTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        let model = self.current();
         // The filters, physical once: pruning and the UTF-32 predicates read this form.
-        let filters: Vec<ScanFilter> = if self.model.options.pushdown {
+        let filters: Vec<ScanFilter> = if model.options.pushdown {
             filters
                 .iter()
-                .map(|f| ScanFilter::from_logical(&self.model, f, state.execution_props()))
+                .map(|f| ScanFilter::from_logical(&model, f, state.execution_props()))
                 .collect::<Result<_>>()?
         } else {
             Vec::new()
         };
-        let units = UnitGrid::of(&self.model)?;
-        let selection = select_chunks(&self.model, &units, &filters).await?;
+        let units = UnitGrid::of(&model)?;
+        let selection = select_chunks(&model, &units, &filters).await?;
         let projection = projection
             .cloned()
-            .unwrap_or_else(|| (0..self.model.columns.len()).collect());
+            .unwrap_or_else(|| (0..model.columns.len()).collect());
         let target_partitions = state.config().target_partitions();
         let exec = ZarrScanExec::try_new(
-            self.model.clone(),
+            model.clone(),
             units,
             projection,
             target_partitions,
@@ -220,12 +234,37 @@ impl TableProvider for ZarrTable {
         .with_raw_filters(
             filters
                 .iter()
-                .filter_map(|f| RawFilter::parse(&self.model, f))
+                .filter_map(|f| RawFilter::parse(&model, f))
                 .collect(),
         );
         match self.for_cluster {
             true => Ok(Arc::new(exec).file_scan(None, limit)?),
             false => Ok(Arc::new(exec)),
         }
+    }
+
+    /// `INSERT INTO t SELECT …`: appends the rows along the table's dimension
+    /// (`write/append.rs`).
+    async fn insert_into(
+        &self,
+        _state: &dyn Session,
+        input: Arc<dyn ExecutionPlan>,
+        insert_op: InsertOp,
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        if insert_op != InsertOp::Append {
+            return datafusion::common::not_impl_err!(
+                "{insert_op} of a Zarr table: INSERT INTO appends rows; to replace a store, \
+                 COPY … TO it STORED AS ZARR OPTIONS ('mode' 'overwrite')"
+            );
+        }
+        let model = self.current();
+        let sink = crate::write::AppendSink::new(
+            model.store.url().as_str().to_string(),
+            model.store.display_location().to_string(),
+            model.options.clone(),
+            model.schema.clone(),
+            self.grown.clone(),
+        );
+        Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
     }
 }

@@ -13,6 +13,7 @@ datafusion-python's ``SessionContext`` through DataFusion's FFI, with the same f
 from __future__ import annotations
 
 import importlib.metadata
+import json
 from typing import TYPE_CHECKING, Any
 
 from ._internal import DATAFUSION_VERSION, ZarrError, ZarrTable, ZarrTableFactory, _write_zarr
@@ -86,18 +87,41 @@ def register(ctx: datafusion.SessionContext) -> None:
     ctx.register_table_factory("ZARR", ZarrTableFactory())
 
 
-def write_zarr(data: Any, path: str, **options: Any) -> int:
-    """Writes ``data`` as a Zarr V3 store at ``path`` and returns the rows written.
+def write_zarr(
+    data: Any,
+    location: str,
+    *,
+    mode: str = "error",
+    storage_options: dict[str, str] | None = None,
+    **options: Any,
+) -> int:
+    """Writes ``data`` as a Zarr store at ``location`` and returns the rows written.
 
     ``data`` is anything with the Arrow PyCapsule stream interface (``__arrow_c_stream__``): a
-    datafusion-python ``DataFrame``, a pyarrow ``Table``, a polars ``DataFrame``. The store is
-    the table layout of ``COPY ... STORED AS ZARR`` (one 1-D array per column along
-    ``index``), written beside ``path`` and moved into place when complete. ``options`` are
-    that statement's: ``dimension``, ``chunk_rows``, ``zarr_format``.
+    datafusion-python ``DataFrame``, a pyarrow ``Table`` or ``RecordBatchReader``, a polars
+    ``DataFrame``. ``location`` is a local path or an ``s3://``, ``gs://`` or ``az://`` URL.
+    ``mode`` is ``"error"`` (an existing store is an error) or ``"overwrite"`` (it is replaced
+    once the new one is complete). ``storage_options`` configure the object store
+    (``{"aws.region": "eu-west-1"}``, the keys of ``read``). ``options`` are those of
+    ``COPY ... STORED AS ZARR`` (docs/writing.md): ``zarr_format``, ``chunk_rows``,
+    ``compression``, ``string_length``, ``dimensions`` and the others; an unknown one is an
+    error listing them. The GIL is released while writing.
 
     datafusion-python cannot register a file format across DataFusion's FFI, so ``COPY`` to
     ``STORED AS ZARR`` in a datafusion-python session is not available; this is its way.
     """
-    pairs = [(key, str(value).lower() if isinstance(value, bool) else str(value)) for key, value in options.items()]
-    return _write_zarr(data.__arrow_c_stream__(), str(path), pairs)
+
+    def text(value: Any) -> str:
+        if isinstance(value, bool):
+            return str(value).lower()
+        if isinstance(value, dict):
+            return json.dumps(value)
+        if isinstance(value, (list, tuple)):
+            return ",".join(str(v) for v in value)
+        return str(value)
+
+    pairs = [("mode", mode)]
+    pairs += [(key, text(value)) for key, value in (storage_options or {}).items()]
+    pairs += [(key, text(value)) for key, value in options.items()]
+    return _write_zarr(data.__arrow_c_stream__(), str(location), pairs)
 

@@ -11,7 +11,11 @@ use crate::error::{Result, ZarrError};
 
 /// The error for row `row` of `column`.
 pub(crate) fn row_error(column: &str, row: u64, rule: &str) -> ZarrError {
-    ZarrError::Option(format!("column {column}, row {row}: {rule}"))
+    ZarrError::Row {
+        column: column.to_string(),
+        row,
+        message: rule.to_string(),
+    }
 }
 
 /// `array` as the column stores it (cast to its storage type).
@@ -110,7 +114,7 @@ fn binaries(array: &ArrayRef) -> Result<Box<dyn Iterator<Item = Option<&[u8]>> +
 }
 
 /// The value a NULL string or binary becomes, or the error naming it.
-fn null_bytes<'a>(spec: &'a ColumnSpec, row: u64) -> Result<&'a [u8]> {
+fn null_bytes(spec: &ColumnSpec, row: u64) -> Result<&[u8]> {
     match &spec.null {
         NullRule::Value { bytes, .. } => Ok(bytes),
         _ => Err(row_error(&spec.name, row, NULL_REFUSED)),
@@ -150,7 +154,8 @@ pub(crate) fn longest_string(
 }
 
 /// Appends the strings of `array` as `width`-byte UTF-32 elements in native byte order; a
-/// longer one is cut when `truncate`, else an error naming its row.
+/// longer one is cut when `truncate`, else an error naming its row and `hint` (what sets the
+/// width).
 pub(crate) fn append_utf32(
     spec: &ColumnSpec,
     array: &ArrayRef,
@@ -158,6 +163,7 @@ pub(crate) fn append_utf32(
     width: u64,
     truncate: bool,
     out: &mut Vec<u8>,
+    hint: &str,
 ) -> Result<()> {
     let width = usize::try_from(width).map_err(|_| ZarrError::internal("a string width"))?;
     let units = width / 4;
@@ -172,8 +178,7 @@ pub(crate) fn append_utf32(
             None => std::str::from_utf8(null_bytes(spec, row)?).unwrap_or_default(),
         };
         let element_start = out.len();
-        let mut count = 0usize;
-        for c in value.chars() {
+        for (count, c) in value.chars().enumerate() {
             if count == units {
                 if truncate {
                     break;
@@ -183,13 +188,10 @@ pub(crate) fn append_utf32(
                 return Err(row_error(
                     &spec.name,
                     row,
-                    &format!(
-                        "a string of {length} code points, longer than string_length {units} (string_overflow 'truncate' cuts it)"
-                    ),
+                    &format!("a string of {length} code points, longer than {units} ({hint})"),
                 ));
             }
             out.extend_from_slice(&(c as u32).to_ne_bytes());
-            count += 1;
         }
         out.resize(element_start.saturating_add(width), 0);
     }
@@ -271,9 +273,9 @@ mod tests {
         let array: ArrayRef = Arc::new(StringArray::from(vec!["a😀", "abc"]));
         assert_eq!(longest_string(&spec, &array, 0)?, (3, false));
         let mut out = Vec::new();
-        let error = append_utf32(&spec, &array, 5, 8, false, &mut out);
+        let error = append_utf32(&spec, &array, 5, 8, false, &mut out, "");
         assert!(error.is_err_and(|e| e.to_string().contains("row 6")));
-        append_utf32(&spec, &array, 5, 8, true, &mut out)?;
+        append_utf32(&spec, &array, 5, 8, true, &mut out, "")?;
         let units: Vec<u32> = out
             .chunks(4)
             .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))

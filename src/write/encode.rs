@@ -73,6 +73,61 @@ impl ChunkEncoder {
         })
     }
 
+    /// The encoder of an existing array (`zarrs`), for chunks of `shape` (an append).
+    pub(crate) fn from_array(name: &str, zarrs: Arc<ZarrsArray>, shape: &[u64]) -> Self {
+        let shape = shape
+            .iter()
+            .map(|&n| NonZeroU64::new(n).unwrap_or(NonZeroU64::MIN))
+            .collect();
+        Self {
+            array: zarrs,
+            shape,
+            name: name.to_string(),
+        }
+    }
+
+    /// `count` elements of the fill value: fixed-size bytes, or variable-length bytes and
+    /// each element's end.
+    pub(crate) fn fill_elements(&self, count: usize) -> Result<(Vec<u8>, Option<Vec<usize>>)> {
+        let array = &self.array;
+        let fill = ArrayBytes::new_fill_value(array.data_type(), count as u64, array.fill_value())
+            .map_err(|e| self.error(e))?;
+        match fill {
+            ArrayBytes::Variable(vlen) => {
+                let (bytes, offsets) = vlen.into_parts();
+                Ok((
+                    bytes.to_vec(),
+                    Some(offsets.get(1..).unwrap_or_default().to_vec()),
+                ))
+            }
+            other => Ok((
+                other.into_fixed().map_err(|e| self.error(e))?.to_vec(),
+                None,
+            )),
+        }
+    }
+
+    /// Decodes a chunk of variable-length elements: the bytes, and the offsets (with the
+    /// leading 0).
+    pub(crate) fn decode_vlen(&self, encoded: &[u8]) -> Result<(Vec<u8>, Vec<usize>)> {
+        let array = &self.array;
+        let decoded = array
+            .codecs()
+            .decode(
+                encoded.to_vec().into(),
+                &self.shape,
+                array.data_type(),
+                array.fill_value(),
+                &CodecOptions::default(),
+            )
+            .map_err(|e| self.error(e))?;
+        let (bytes, offsets) = decoded
+            .into_variable()
+            .map_err(|e| self.error(e))?
+            .into_parts();
+        Ok((bytes.to_vec(), offsets.to_vec()))
+    }
+
     fn error(&self, e: impl std::fmt::Display) -> ZarrError {
         ZarrError::Write {
             target: self.name.clone(),
@@ -188,6 +243,13 @@ impl Pipeline {
             Some(Err(e)) => Err(ZarrError::internal(format!("a chunk's write: {e}"))),
             None => Ok(()),
         }
+    }
+
+    /// Waits for the chunks in flight of a failed write, their errors dropped: a write in
+    /// progress cannot be stopped midway (object_store's local puts finish on the blocking
+    /// pool), so it is waited for, and then removed with the rest.
+    pub(crate) async fn shutdown(&mut self) {
+        while self.tasks.join_next().await.is_some() {}
     }
 
     /// Waits for every chunk.

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use datafusion::catalog::Session;
+use datafusion::catalog::TableProvider as _;
 use datafusion::common::{GetExt, Statistics, not_impl_err};
 use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
 use datafusion::datasource::file_format::{FileFormat, FileFormatFactory};
@@ -187,4 +188,96 @@ impl DataSink for ZarrSink {
         let runtime = context.runtime_env();
         Ok(write_zarr_in(&runtime, data, &self.target, &self.options).await?)
     }
+}
+
+/// Appends an `INSERT INTO`'s rows to a Zarr table's store (`append.rs`), reopening the table
+/// first (its metadata as it is now) and after (so the session reads the grown table).
+pub struct AppendSink {
+    /// The store's URL as opened (may hold credentials: never shown).
+    url: String,
+    /// The store as shown.
+    shown: String,
+    options: crate::ZarrOptions,
+    schema: SchemaRef,
+    grown: Arc<std::sync::Mutex<Option<Arc<crate::table::TableModel>>>>,
+}
+
+impl AppendSink {
+    pub(crate) fn new(
+        url: String,
+        shown: String,
+        options: crate::ZarrOptions,
+        schema: SchemaRef,
+        grown: Arc<std::sync::Mutex<Option<Arc<crate::table::TableModel>>>>,
+    ) -> Self {
+        Self {
+            url,
+            shown,
+            options,
+            schema: all_nullable(&schema),
+            grown,
+        }
+    }
+}
+
+impl fmt::Debug for AppendSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ZarrAppendSink(store={})", self.shown)
+    }
+}
+
+impl DisplayAs for AppendSink {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "ZarrAppendSink(store={}, path={})",
+            self.shown, self.options.path
+        )
+    }
+}
+
+#[async_trait]
+impl DataSink for AppendSink {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    async fn write_all(
+        &self,
+        data: SendableRecordBatchStream,
+        context: &Arc<TaskContext>,
+    ) -> Result<u64> {
+        let runtime = context.runtime_env();
+        let table = crate::ZarrTable::open(&runtime, &self.url, self.options.clone()).await?;
+        if all_nullable(&table.schema()) != self.schema {
+            return Err(DataFusionError::Plan(format!(
+                "{}: the store changed since the table was opened (its columns are now {}); \
+                 register it again",
+                self.shown,
+                table.schema()
+            )));
+        }
+        let rows = super::append::append(table.model(), data).await?;
+        let grown = crate::ZarrTable::open(&runtime, &self.url, self.options.clone()).await?;
+        if let Ok(mut slot) = self.grown.lock() {
+            *slot = Some(grown.model().clone());
+        }
+        Ok(rows)
+    }
+}
+
+/// `schema` with every column nullable: the sink's schema, which DataFusion checks the rows
+/// against before they reach it. An index column (the row position) is not given by an
+/// `INSERT INTO t (a, b)` and arrives as NULL; a NULL the array cannot hold is refused by the
+/// append itself, naming the column and row.
+fn all_nullable(schema: &SchemaRef) -> SchemaRef {
+    let fields: Vec<_> = schema
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone().with_nullable(true))
+        .collect();
+    Arc::new(arrow::datatypes::Schema::new_with_metadata(
+        fields,
+        schema.metadata().clone(),
+    ))
 }

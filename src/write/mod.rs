@@ -4,6 +4,7 @@
 //! the objects go so that nothing half-written is visible ([`target`], [`atomic_directory`]),
 //! and the layouts: the table ([`table_writer`]) and the N-D grid ([`grid_writer`]).
 
+mod append;
 mod arrays;
 mod atomic_directory;
 mod elements;
@@ -14,6 +15,6 @@ pub mod options;
 mod table_writer;
 mod target;
 
-pub use format::{ZarrFormat, ZarrFormatFactory};
+pub use format::{AppendSink, ZarrFormat, ZarrFormatFactory};
 pub use options::{WRITE_OPTIONS, WriteOptions};
 pub use table_writer::{write_zarr, write_zarr_in};

@@ -131,9 +131,23 @@ impl Units {
 
 /// Writes the table layout of `stream` into `target`; returns the rows written.
 pub(crate) async fn write_table(
+    stream: SendableRecordBatchStream,
+    target: &Arc<Target>,
+    options: &WriteOptions,
+) -> Result<u64> {
+    let mut pipeline = Pipeline::new(target.clone());
+    let result = write_table_with(stream, target, options, &mut pipeline).await;
+    if result.is_err() {
+        pipeline.shutdown().await;
+    }
+    result
+}
+
+async fn write_table_with(
     mut stream: SendableRecordBatchStream,
     target: &Arc<Target>,
     options: &WriteOptions,
+    pipeline: &mut Pipeline,
 ) -> Result<u64> {
     let schema = stream.schema();
     let mut columns = schema
@@ -141,7 +155,6 @@ pub(crate) async fn write_table(
         .iter()
         .map(|field| Ok(ColumnWriter::new(column_spec(field, options)?, options)))
         .collect::<Result<Vec<_>>>()?;
-    let mut pipeline = Pipeline::new(target.clone());
     let mut units: Option<Units> = None;
     let mut rows = 0u64;
     while let Some(batch) = stream.next().await {
@@ -169,7 +182,7 @@ pub(crate) async fn write_table(
             }
         };
         for (column, array) in columns.iter_mut().zip(&arrays) {
-            column.push(array, rows, units, &mut pipeline).await?;
+            column.push(array, rows, units, pipeline).await?;
         }
         rows = rows.saturating_add(batch.num_rows() as u64);
     }
@@ -181,10 +194,10 @@ pub(crate) async fn write_table(
     };
     let mut documents = Vec::with_capacity(columns.len());
     for column in &mut columns {
-        column.flush(units, &mut pipeline).await?;
+        column.flush(units, pipeline).await?;
     }
     for column in &mut columns {
-        column.widen(units, &mut pipeline).await?;
+        column.widen(units, pipeline).await?;
     }
     pipeline.finish().await?;
     for column in &columns {
@@ -202,6 +215,9 @@ pub(crate) async fn write_table(
     }
     Ok(rows)
 }
+
+/// What an overflowing string's error says sets the width.
+const OVERFLOW: &str = "string_length; string_overflow 'truncate' cuts it";
 
 /// Writes a metadata document.
 pub(crate) async fn put_json(target: &Target, key: &str, document: &Value) -> Result<()> {
@@ -319,7 +335,15 @@ impl ColumnWriter {
                 {
                     // The row is found (and named) by the encoder.
                     let mut scratch = Vec::new();
-                    append_utf32(&self.spec, &array, first, limit * 4, false, &mut scratch)?;
+                    append_utf32(
+                        &self.spec,
+                        &array,
+                        first,
+                        limit * 4,
+                        false,
+                        &mut scratch,
+                        OVERFLOW,
+                    )?;
                 }
                 self.unit_longest = self.unit_longest.max(longest);
                 self.strings.push((array, first));
@@ -390,7 +414,9 @@ impl ColumnWriter {
                     .submit(key, move || {
                         let mut bytes = Vec::new();
                         for (array, first) in &strings {
-                            append_utf32(&spec, array, *first, width, truncate, &mut bytes)?;
+                            append_utf32(
+                                &spec, array, *first, width, truncate, &mut bytes, OVERFLOW,
+                            )?;
                         }
                         encoder.encode_fixed(bytes, width)
                     })

@@ -175,11 +175,6 @@ impl Target {
         }
     }
 
-    /// The target as shown in errors.
-    pub(crate) fn shown(&self) -> &str {
-        &self.shown
-    }
-
     /// The error of this write.
     pub(crate) fn error(&self, message: String) -> ZarrError {
         ZarrError::Write {
@@ -197,13 +192,24 @@ impl Target {
     /// Writes the object `key` (relative to the store root).
     pub(crate) async fn put(&self, key: &str, bytes: Bytes) -> Result<()> {
         let path = self.path(key);
+        // Noted first: a put cut short may still have written it.
+        if let Ok(mut written) = self.written.lock() {
+            written.push(path.clone());
+        }
         self.store
             .put(&path, PutPayload::from_bytes(bytes))
             .await
             .map_err(|e| self.error(format!("{key}: {e}")))?;
-        if let Ok(mut written) = self.written.lock() {
-            written.push(path);
-        }
+        Ok(())
+    }
+
+    /// Rewrites the existing object `key` (an append's boundary chunk and metadata): a failed
+    /// write does not remove it.
+    pub(crate) async fn replace(&self, key: &str, bytes: Bytes) -> Result<()> {
+        self.store
+            .put(&self.path(key), PutPayload::from_bytes(bytes))
+            .await
+            .map_err(|e| self.error(format!("{key}: {e}")))?;
         Ok(())
     }
 

@@ -188,3 +188,146 @@ async fn the_next_write_removes_what_a_killed_write_left() {
     assert!(!killed.exists());
     assert!(running.exists());
 }
+
+/// `INSERT INTO` a table we wrote: the rows are appended along `index`, the table registered
+/// in the session reads them, and so does a fresh `read_zarr`; the chunk the old rows ended
+/// in keeps its old values.
+#[tokio::test]
+async fn insert_into_appends_rows_along_the_dimension() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("out.zarr");
+    let ctx = context();
+    query(
+        &ctx,
+        &format!(
+            "COPY ({}) TO '{}' STORED AS ZARR OPTIONS ('chunk_rows' '4', 'string_length' '12')",
+            rows(10),
+            store.display()
+        ),
+    )
+    .await
+    .unwrap();
+    query(
+        &ctx,
+        &format!(
+            "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{}'",
+            store.display()
+        ),
+    )
+    .await
+    .unwrap();
+    let appended = query(
+        &ctx,
+        &format!(
+            "INSERT INTO t (name, n, x, even, t) SELECT * FROM ({}) WHERE n >= 10",
+            rows(25)
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(to_json(column(&appended, "count").as_ref()), [json!(15)]);
+    let sql = |table: &str| {
+        format!(
+            "SELECT name, n, CASE WHEN isnan(x) THEN NULL ELSE x END AS x, even, t FROM {table} \
+             ORDER BY n"
+        )
+    };
+    let want = query(&ctx, &sql(&format!("({})", rows(25)))).await.unwrap();
+    let fresh = format!("read_zarr('{}')", store.display());
+    for table in ["t", fresh.as_str()] {
+        let got = query(&ctx, &sql(table)).await.unwrap();
+        for name in ["name", "n", "x", "even", "t"] {
+            assert_eq!(
+                to_json(column(&got, name).as_ref()),
+                to_json(column(&want, name).as_ref()),
+                "{table}: {name}"
+            );
+        }
+    }
+    let index = query(&ctx, "SELECT max(index) AS m FROM t").await.unwrap();
+    assert_eq!(to_json(column(&index, "m").as_ref()), [json!(24)]);
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(store.join("zarr.json")).unwrap()).unwrap();
+    assert_eq!(
+        doc["consolidated_metadata"]["metadata"]["name"]["shape"],
+        json!([25])
+    );
+}
+
+/// An append that cannot be stored (a longer string than the array's width, a NULL an
+/// integer array cannot hold) is an error naming the column and row, and leaves the store as
+/// it was: the same rows, the same chunk files.
+#[tokio::test]
+async fn a_failed_insert_leaves_the_store_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("out.zarr");
+    let ctx = context();
+    query(
+        &ctx,
+        &format!(
+            "COPY ({}) TO '{}' STORED AS ZARR OPTIONS ('chunk_rows' '4')",
+            rows(10),
+            store.display()
+        ),
+    )
+    .await
+    .unwrap();
+    let files = || {
+        let mut names: Vec<String> = walk(&store);
+        names.sort();
+        names
+    };
+    let before = files();
+    let chunk = std::fs::read(store.join("name/c/2")).unwrap();
+    query(
+        &ctx,
+        &format!(
+            "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{}'",
+            store.display()
+        ),
+    )
+    .await
+    .unwrap();
+    let e = query(
+        &ctx,
+        &format!(
+            "INSERT INTO t (name, n, x, even, t) SELECT * FROM ({}) WHERE n >= 10",
+            rows(30)
+        ),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("column name, row 11: a string of 8 code points"),
+        "{e}"
+    );
+    assert!(e.contains("length_bytes 28"), "{e}");
+    let e = query(
+        &ctx,
+        "INSERT INTO t (name, n, x, even, t) VALUES ('a', NULL, 1.0, true, now())",
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("column n, row 10: NULL"), "{e}");
+    assert_eq!(files(), before);
+    assert_eq!(std::fs::read(store.join("name/c/2")).unwrap(), chunk);
+    let count = query(&ctx, "SELECT count(*) AS c FROM t").await.unwrap();
+    assert_eq!(to_json(column(&count, "c").as_ref()), [json!(10)]);
+}
+
+/// The files below `dir`, relative to it.
+fn walk(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            out.extend(walk(&path).into_iter().map(|p| format!("{name}/{p}")));
+        } else {
+            out.push(entry.file_name().to_string_lossy().to_string());
+        }
+    }
+    out
+}

@@ -439,8 +439,9 @@ fn the_shell_answers_datafusion_cli_backslash_commands() {
     );
 }
 
-/// `COPY … STORED AS ZARR` from the command line: a second COPY to the same store replaces it
-/// (the writer moves the store into place itself, not the CLI's temporary file).
+/// `COPY … STORED AS ZARR` from the command line: a second COPY to the same store is an error
+/// without `mode 'overwrite'`, and replaces it with (the writer moves the store into place
+/// itself, not the CLI's temporary file).
 #[test]
 fn copy_stored_as_zarr_writes_and_replaces_a_store() {
     let dir = tempfile::tempdir().unwrap();
@@ -450,6 +451,16 @@ fn copy_stored_as_zarr_writes_and_replaces_a_store() {
             "COPY (SELECT value FROM read_zarr('{U7}') LIMIT {n}) TO '{}' STORED AS ZARR",
             store.display()
         );
+        if n == 5 {
+            let out = zarr_sql(&["-q", "-c", &copy]);
+            assert!(!out.status.success());
+            assert!(
+                stderr(&out).contains("mode 'overwrite'"),
+                "{}",
+                stderr(&out)
+            );
+        }
+        let copy = format!("{copy} OPTIONS ('mode' 'overwrite')");
         let out = zarr_sql(&["-q", "-c", &copy]);
         assert!(out.status.success(), "{}", stderr(&out));
         let count = format!("SELECT count(*) AS n FROM read_zarr('{}')", store.display());

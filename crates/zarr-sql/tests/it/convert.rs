@@ -347,7 +347,7 @@ fn csv_to_zarr() {
 fn json_to_zarr_and_to_parquet() {
     let dir = tempfile::tempdir().unwrap();
     let store = corpus_store(STATIONS);
-    let query = format!("SELECT * FROM read_zarr('{store}')");
+    let query = format!("SELECT * FROM read_zarr('{store}') ORDER BY station");
     // Newline-delimited JSON, and a file holding one array (zarr-sql's --format json).
     for (name, format) in [("stations.ndjson", "ndjson"), ("stations.json", "json")] {
         let o = zarr_sql(&["-q", "--format", format, "-c", &query]);
@@ -404,7 +404,7 @@ fn columns_and_where() {
         "--format",
         "csv",
         "-c",
-        &format!("SELECT * FROM read_zarr('{store}')"),
+        &format!("SELECT * FROM read_zarr('{store}') ORDER BY station"),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     std::fs::write(&csv, &o.stdout).unwrap();
