@@ -12,6 +12,7 @@ use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result as DFResult, Statistics, internal_err};
 use datafusion::datasource::TableType;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{CreateExternalTable, Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::{
@@ -61,6 +62,17 @@ impl TableProvider for ExportedTable {
     ) -> DFResult<Arc<dyn ExecutionPlan>> {
         let plan = on_runtime(self.0.scan(state, projection, filters, limit))?;
         Ok(Arc::new(DescribedPlan::new(plan)))
+    }
+
+    /// `INSERT INTO`: the append's sink, run on our runtime (datafusion-ffi polls the plans
+    /// it hands back with the runtime the table was exported with).
+    async fn insert_into(
+        &self,
+        state: &dyn Session,
+        input: Arc<dyn ExecutionPlan>,
+        insert_op: InsertOp,
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        on_runtime(self.0.insert_into(state, input, insert_op))
     }
 }
 
