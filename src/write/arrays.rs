@@ -239,12 +239,14 @@ pub(crate) fn array_documents(
     spec: &ColumnSpec,
     width: Option<u64>,
     shape: &ArrayShape,
-    fill: &Value,
+    saw_null: bool,
     options: &WriteOptions,
 ) -> Vec<(&'static str, Value)> {
+    let fill = &fill_value(spec, saw_null, options.zarr_format);
     let mut attributes = spec.attributes.clone();
-    if !fill.is_null() && matches!(spec.null, NullRule::Value { .. }) {
-        attributes.insert("_FillValue".into(), fill.clone());
+    // `null_value` stood in for a NULL: xarray masks it (V3 reads `_FillValue`).
+    if let (true, NullRule::Value { json, .. }) = (saw_null, &spec.null) {
+        attributes.insert("_FillValue".into(), json.clone());
     }
     match options.zarr_format {
         ZarrVersion::V3 => vec![(

@@ -128,6 +128,17 @@ pub(crate) fn longest_string(
     array: &ArrayRef,
     first: u64,
 ) -> Result<(u64, bool)> {
+    longest_string_checked(spec, array, first, true)
+}
+
+/// [`longest_string`], checking for a trailing U+0000 only when `trailing_nul` (a string to
+/// be cut is checked once cut, by [`append_utf32`]).
+pub(crate) fn longest_string_checked(
+    spec: &ColumnSpec,
+    array: &ArrayRef,
+    first: u64,
+    trailing_nul: bool,
+) -> Result<(u64, bool)> {
     let mut longest = 0u64;
     let mut saw_null = false;
     for (i, value) in strings(array)?.enumerate() {
@@ -139,7 +150,7 @@ pub(crate) fn longest_string(
                 null_bytes(spec, row)?
             }
         };
-        if value.last() == Some(&0) {
+        if trailing_nul && value.last() == Some(&0) {
             return Err(row_error(
                 &spec.name,
                 row,
@@ -192,6 +203,17 @@ pub(crate) fn append_utf32(
                 ));
             }
             out.extend_from_slice(&(c as u32).to_ne_bytes());
+        }
+        // What is kept must not end in U+0000 (a cut can leave one).
+        if out.len() >= element_start.saturating_add(4)
+            && out.get(out.len().saturating_sub(4)..) == Some(&[0, 0, 0, 0][..])
+        {
+            out.truncate(start);
+            return Err(row_error(
+                &spec.name,
+                row,
+                "the string ends with U+0000, which fixed_length_utf32 strips on reading",
+            ));
         }
         out.resize(element_start.saturating_add(width), 0);
     }

@@ -1,20 +1,746 @@
-//! The N-D layout (option `dimensions`): the named columns become coordinate arrays of their
-//! distinct values, sorted, and every other column an N-D array over them.
+//! The N-D layout (option `dimensions`), the way back from a table to a dataset: the named
+//! columns become coordinate arrays of their distinct values (sorted, as pandas' MultiIndex
+//! levels are; one dimension keeps the rows' order, as a plain Index does), and every other column
+//! an N-D array over them, missing cells the fill value: what
+//! `df.set_index([...]).to_xarray().to_zarr(...)` writes.
+//!
+//! The rows are read once, spilled to a temporary Arrow IPC file while each dimension's
+//! distinct values (and each string column's longest string) are collected; a grid larger
+//! than `max_cells` is refused then. The cells are then written in groups of whole chunk
+//! slabs along the first dimension, at most [`GROUP_BYTES`] of cells at a time, each group
+//! filled by one pass over the spill. Memory holds the coordinates and one group.
 
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Seek, SeekFrom};
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, RecordBatch};
+use arrow::datatypes::{DataType, SchemaRef};
+use arrow::ipc::reader::StreamReader;
+use arrow::ipc::writer::StreamWriter;
+use arrow::row::{RowConverter, SortField};
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::physical_plan::SendableRecordBatchStream;
+use futures::StreamExt;
 
-use super::options::WriteOptions;
+use super::arrays::{
+    ArrayShape, ColumnSpec, NullRule, Storage, array_documents, chunk_key, column_spec,
+    group_documents,
+};
+use super::elements::{append_fixed, append_utf32, longest_string, prepared, row_error};
+use super::encode::{ChunkEncoder, Pipeline};
+use super::options::{TARGET_CHUNK_BYTES, WriteOptions};
+use super::table_writer::{finish, put_json};
+use super::target::Target;
 use crate::error::{Result, ZarrError};
+
+/// The cells held in memory at once while writing, in bytes.
+pub(crate) const GROUP_BYTES: u64 = 256 << 20;
 
 /// Writes `stream` in the N-D layout.
 pub(crate) async fn write_grid(
-    _runtime: &RuntimeEnv,
-    _stream: SendableRecordBatchStream,
-    _location: &str,
-    _options: &WriteOptions,
+    runtime: &RuntimeEnv,
+    stream: SendableRecordBatchStream,
+    location: &str,
+    options: &WriteOptions,
 ) -> Result<u64> {
-    Err(ZarrError::Option(
-        "the N-D layout (dimensions) is not written yet".into(),
+    let schema = stream.schema();
+    let layout = GridLayout::new(&schema, options)?;
+    let target = Arc::new(Target::create(runtime, location, options).await?);
+    let mut pipeline = Pipeline::new(target.clone());
+    let result = write_grid_with(runtime, layout, stream, &target, options, &mut pipeline).await;
+    if result.is_err() {
+        pipeline.shutdown().await;
+    }
+    drop(pipeline);
+    finish(target, result).await
+}
+
+/// The columns of the N-D layout.
+struct GridLayout {
+    /// The dimension columns' positions, in the order of `dimensions`.
+    dimensions: Vec<usize>,
+    /// The data columns: position and array.
+    data: Vec<(usize, ColumnSpec)>,
+    /// The dimension columns as coordinate arrays.
+    coordinates: Vec<ColumnSpec>,
+}
+
+impl GridLayout {
+    fn new(schema: &SchemaRef, options: &WriteOptions) -> Result<Self> {
+        let mut dimensions = Vec::new();
+        let mut coordinates = Vec::new();
+        for name in &options.dimensions {
+            let (position, field) = schema.column_with_name(name).ok_or_else(|| {
+                ZarrError::Option(format!(
+                    "dimensions: the query has no column {name} (its columns: {})",
+                    names(schema)
+                ))
+            })?;
+            if dimensions.contains(&position) {
+                return Err(ZarrError::Option(format!("dimensions names {name} twice")));
+            }
+            dimensions.push(position);
+            coordinates.push(column_spec(field, options)?);
+        }
+        let mut data = Vec::new();
+        for (position, field) in schema.fields().iter().enumerate() {
+            if dimensions.contains(&position) {
+                continue;
+            }
+            let spec = column_spec(field, options)?;
+            if matches!(spec.storage, Storage::VlenUtf8 | Storage::VlenBytes) {
+                return Err(ZarrError::Option(format!(
+                    "column {}: the N-D layout writes fixed-size elements (strings as \
+                     fixed_length_utf32); variable-length values are not written in it",
+                    field.name()
+                )));
+            }
+            data.push((position, spec));
+        }
+        for spec in &coordinates {
+            if spec.storage != Storage::Utf32 && !matches!(spec.storage, Storage::Fixed { .. }) {
+                return Err(ZarrError::Option(format!(
+                    "dimension {}: a coordinate is a number, a time or a string",
+                    spec.name
+                )));
+            }
+        }
+        Ok(Self {
+            dimensions,
+            data,
+            coordinates,
+        })
+    }
+}
+
+fn names(schema: &SchemaRef) -> String {
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    names.join(", ")
+}
+
+/// One dimension's distinct values, as Arrow's row format (whose bytes sort as the values).
+struct Distinct {
+    converter: RowConverter,
+    values: HashMap<Vec<u8>, u64>,
+}
+
+/// What the first pass learned.
+struct Spill {
+    /// The spill file, removed when dropped.
+    _temp: Arc<dyn datafusion::execution::SpillFile>,
+    file: File,
+    rows: u64,
+    distinct: Vec<Distinct>,
+    /// The longest string of each data column, in code points (0 for others).
+    longest: Vec<u64>,
+    /// The longest string of each coordinate.
+    coordinate_longest: Vec<u64>,
+    /// Whether a data column held a NULL.
+    saw_null: Vec<bool>,
+}
+
+async fn spill(
+    runtime: &RuntimeEnv,
+    layout: &GridLayout,
+    stream: &mut SendableRecordBatchStream,
+    target: &Target,
+    options: &WriteOptions,
+) -> Result<Spill> {
+    let io = |e: std::io::Error| target.error(format!("the spill file: {e}"));
+    // DataFusion's disk manager: its temporary directories and disk limit.
+    let temp = runtime
+        .disk_manager
+        .create_tmp_file("the rows of an N-D Zarr write")
+        .map_err(|e| target.error(e.to_string()))?;
+    let path = temp.path().ok_or_else(|| {
+        target.error(
+            "the N-D layout spills its rows to a local file; this session's disk \
+                      manager has none"
+                .into(),
+        )
+    })?;
+    let file = File::options()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(io)?;
+    let schema = stream.schema();
+    let mut writer = StreamWriter::try_new(BufWriter::new(file.try_clone().map_err(io)?), &schema)
+        .map_err(|e| target.error(e.to_string()))?;
+    let mut distinct = Vec::new();
+    for &position in &layout.dimensions {
+        let field = schema.field(position);
+        let converter = RowConverter::new(vec![SortField::new(field.data_type().clone())])
+            .map_err(|e| target.error(e.to_string()))?;
+        distinct.push(Distinct {
+            converter,
+            values: HashMap::new(),
+        });
+    }
+    let mut rows = 0u64;
+    let mut longest = vec![0u64; layout.data.len()];
+    let mut coordinate_longest = vec![0u64; layout.coordinates.len()];
+    let mut saw_null = vec![false; layout.data.len()];
+    while let Some(batch) = stream.next().await {
+        let batch = batch.map_err(|e| target.error(format!("the query failed: {e}")))?;
+        for (d, &position) in layout.dimensions.iter().enumerate() {
+            let column = batch.column(position);
+            if let Some(i) = (0..column.len()).find(|&i| column.is_null(i)) {
+                return Err(row_error(
+                    schema.field(position).name(),
+                    rows.saturating_add(i as u64),
+                    "NULL in a dimension column (a coordinate has no missing value)",
+                ));
+            }
+            let spec = &layout.coordinates[d];
+            if spec.storage == Storage::Utf32 {
+                let (n, _) = longest_string(spec, column, rows)?;
+                coordinate_longest[d] = coordinate_longest[d].max(n);
+            }
+            let converted = distinct[d]
+                .converter
+                .convert_columns(&[column.clone()])
+                .map_err(|e| target.error(e.to_string()))?;
+            for row in converted.iter() {
+                let seen = distinct[d].values.len() as u64;
+                if !distinct[d].values.contains_key(row.as_ref()) {
+                    distinct[d].values.insert(row.as_ref().to_vec(), seen);
+                }
+            }
+            if distinct[d].values.len() as u64 > options.max_cells {
+                return Err(too_large(distinct[d].values.len() as u64, options));
+            }
+        }
+        for (c, (position, spec)) in layout.data.iter().enumerate() {
+            let column = prepared(spec, batch.column(*position))?;
+            if spec.storage == Storage::Utf32 {
+                let (n, null) = longest_string(spec, &column, rows)?;
+                longest[c] = longest[c].max(n);
+                saw_null[c] |= null;
+            } else {
+                saw_null[c] |= column.null_count() > 0;
+            }
+        }
+        writer
+            .write(&batch)
+            .map_err(|e| target.error(e.to_string()))?;
+        rows = rows.saturating_add(batch.num_rows() as u64);
+    }
+    writer.finish().map_err(|e| target.error(e.to_string()))?;
+    drop(writer);
+    Ok(Spill {
+        _temp: temp,
+        file,
+        rows,
+        distinct,
+        longest,
+        coordinate_longest,
+        saw_null,
+    })
+}
+
+fn too_large(cells: u64, options: &WriteOptions) -> ZarrError {
+    ZarrError::Option(format!(
+        "the N-D grid of the dimensions {:?} has {cells} cells or more, more than max_cells = \
+         {} (raise the option max_cells to write it; the cells are written in groups of at \
+         most 256 MiB, and the coordinates are held in memory)",
+        options.dimensions, options.max_cells
     ))
+}
+
+/// The default chunk shape: the grid, its longest dimension halved until a chunk of
+/// `element` bytes is at most [`TARGET_CHUNK_BYTES`].
+fn default_chunks(shape: &[u64], element: u64) -> Vec<u64> {
+    let mut chunks: Vec<u64> = shape.iter().map(|&n| n.max(1)).collect();
+    loop {
+        let bytes = chunks
+            .iter()
+            .fold(element.max(1), |acc, &n| acc.saturating_mul(n));
+        let Some((i, &longest)) = chunks.iter().enumerate().max_by_key(|(_, n)| **n) else {
+            return chunks;
+        };
+        if bytes <= TARGET_CHUNK_BYTES || longest <= 1 {
+            return chunks;
+        }
+        chunks[i] = longest.div_ceil(2);
+    }
+}
+
+async fn write_grid_with(
+    runtime: &RuntimeEnv,
+    layout: GridLayout,
+    mut stream: SendableRecordBatchStream,
+    target: &Arc<Target>,
+    options: &WriteOptions,
+    pipeline: &mut Pipeline,
+) -> Result<u64> {
+    let mut spill = spill(runtime, &layout, &mut stream, target, options).await?;
+    // The coordinates and each value's position: sorted, as pandas' MultiIndex makes its
+    // levels; one dimension keeps the rows' order, as a plain Index does.
+    let sort = spill.distinct.len() > 1;
+    let mut shape = Vec::with_capacity(spill.distinct.len());
+    for distinct in &mut spill.distinct {
+        if sort {
+            let mut keys: Vec<Vec<u8>> = distinct.values.keys().cloned().collect();
+            keys.sort_unstable();
+            for (i, key) in keys.iter().enumerate() {
+                distinct.values.insert(key.clone(), i as u64);
+            }
+        }
+        shape.push(distinct.values.len() as u64);
+    }
+    let cells = shape
+        .iter()
+        .try_fold(1u64, |acc, &n| acc.checked_mul(n))
+        .unwrap_or(u64::MAX);
+    if cells > options.max_cells {
+        return Err(too_large(cells, options));
+    }
+    // A grid with holes: integers become floats with NaN there, as pandas makes them.
+    let holes = spill.rows < cells;
+    let mut data = layout.data.clone();
+    for (_, spec) in &mut data {
+        if holes && spec.null == NullRule::Refused {
+            match spec.v3_type {
+                "bool" | "fixed_length_utf32" => {
+                    return Err(ZarrError::Option(format!(
+                        "column {}: the grid has cells no row fills ({} rows, {cells} cells), \
+                         and {} has no missing value: give the option null_value",
+                        spec.name, spill.rows, spec.v3_type
+                    )));
+                }
+                _ => {
+                    spec.v3_type = "float64";
+                    spec.storage = Storage::Fixed { size: 8 };
+                    spec.cast_to = Some(DataType::Float64);
+                    spec.null = NullRule::NaN;
+                }
+            }
+        }
+    }
+    let widths: Vec<u64> = data
+        .iter()
+        .zip(&spill.longest)
+        .map(|((_, spec), &longest)| match spec.storage {
+            Storage::Fixed { size } => size as u64,
+            _ => options
+                .string_length
+                .unwrap_or(longest)
+                .max(1)
+                .saturating_mul(4),
+        })
+        .collect();
+    let widest = widths.iter().copied().max().unwrap_or(8);
+    let chunks = match options.chunks.is_empty() {
+        true => default_chunks(&shape, widest),
+        false => options.chunks.clone(),
+    };
+    let dimensions = options.dimensions.clone();
+    let array_shape = ArrayShape {
+        shape: shape.clone(),
+        grid: chunks.clone(),
+        inner: None,
+        dimensions: dimensions.clone(),
+    };
+    let mut documents = Vec::new();
+    // The coordinate arrays.
+    for (d, spec) in layout.coordinates.iter().enumerate() {
+        let values = coordinate_values(&spill.distinct[d])?;
+        let width = (spec.storage == Storage::Utf32)
+            .then(|| spill.coordinate_longest[d].max(1).saturating_mul(4));
+        let docs = write_coordinate(spec, &values, width, &dimensions[d], target, options).await?;
+        documents.push((spec.name.clone(), docs));
+    }
+    // The data arrays, group by group of slabs.
+    let slab_cells = chunks
+        .first()
+        .copied()
+        .unwrap_or(1)
+        .saturating_mul(shape.iter().skip(1).product::<u64>().max(1));
+    let row_bytes: u64 = widths.iter().sum::<u64>().max(1);
+    let slabs = shape
+        .first()
+        .copied()
+        .unwrap_or(1)
+        .div_ceil(chunks.first().copied().unwrap_or(1).max(1));
+    let slabs_per_group = (GROUP_BYTES / slab_cells.saturating_mul(row_bytes).max(1)).max(1);
+    let mut encoders = Vec::new();
+    for ((_, spec), &width) in data.iter().zip(&widths) {
+        let width = (spec.storage == Storage::Utf32).then_some(width);
+        let docs = array_documents(spec, width, &array_shape, false, options);
+        encoders.push(ChunkEncoder::new(&spec.name, &docs, &chunks)?);
+    }
+    let mut slab = 0u64;
+    while slab < slabs {
+        let last = slab.saturating_add(slabs_per_group).min(slabs);
+        let group = Group::new(&shape, &chunks, slab, last);
+        let buffers = fill_group(&group, &layout, &data, &widths, &mut spill, options)?;
+        for (c, ((_, spec), buffer)) in data.iter().zip(buffers).enumerate() {
+            write_group_chunks(
+                &group,
+                spec,
+                &buffer,
+                widths[c],
+                &encoders[c],
+                &chunks,
+                &shape,
+                options,
+                pipeline,
+            )
+            .await?;
+        }
+        slab = last;
+    }
+    pipeline.finish().await?;
+    for (c, (_, spec)) in data.iter().enumerate() {
+        let width = (spec.storage == Storage::Utf32).then_some(widths[c]);
+        // Cells no row fills hold the null value too.
+        let docs = array_documents(
+            spec,
+            width,
+            &array_shape,
+            spill.saw_null[c] || holes,
+            options,
+        );
+        for (key, doc) in &docs {
+            put_json(target, &format!("{}/{key}", spec.name), doc).await?;
+        }
+        documents.push((spec.name.clone(), docs));
+    }
+    for (key, doc) in group_documents(&documents, options) {
+        put_json(target, &key, &doc).await?;
+    }
+    Ok(spill.rows)
+}
+
+/// A dimension's distinct values, sorted, as an Arrow array.
+fn coordinate_values(distinct: &Distinct) -> Result<ArrayRef> {
+    let mut keys: Vec<(&Vec<u8>, &u64)> = distinct.values.iter().collect();
+    keys.sort_unstable_by_key(|(_, i)| **i);
+    let parser = distinct.converter.parser();
+    let rows = keys.iter().map(|(k, _)| parser.parse(k));
+    let mut columns = distinct
+        .converter
+        .convert_rows(rows)
+        .map_err(|e| ZarrError::internal(format!("coordinates: {e}")))?;
+    columns
+        .pop()
+        .ok_or_else(|| ZarrError::internal("a coordinate column"))
+}
+
+/// Writes a coordinate array (one chunk) and returns its documents.
+async fn write_coordinate(
+    spec: &ColumnSpec,
+    values: &ArrayRef,
+    width: Option<u64>,
+    dimension: &str,
+    target: &Target,
+    options: &WriteOptions,
+) -> Result<Vec<(&'static str, serde_json::Value)>> {
+    let values = prepared(spec, values)?;
+    let rows = values.len() as u64;
+    let shape = ArrayShape {
+        shape: vec![rows],
+        grid: vec![rows.max(1)],
+        inner: None,
+        dimensions: vec![dimension.to_string()],
+    };
+    let docs = array_documents(spec, width, &shape, false, options);
+    let encoder = ChunkEncoder::new(&spec.name, &docs, &[rows.max(1)])?;
+    let mut bytes = Vec::new();
+    let encoded = match (spec.storage, width) {
+        (Storage::Utf32, Some(width)) => {
+            append_utf32(spec, &values, 0, width, false, &mut bytes, "")?;
+            encoder.encode_fixed(bytes, width)?
+        }
+        (Storage::Fixed { size }, _) => {
+            append_fixed(spec, &values, 0, &mut bytes)?;
+            encoder.encode_fixed(bytes, size as u64)?
+        }
+        _ => return Err(ZarrError::internal("a coordinate's storage")),
+    };
+    if rows > 0 {
+        let key = format!("{}/{}", spec.name, chunk_key(&[0], options.zarr_format));
+        target.put(&key, encoded.into()).await?;
+    }
+    for (key, doc) in &docs {
+        put_json(target, &format!("{}/{key}", spec.name), doc).await?;
+    }
+    Ok(docs)
+}
+
+/// A group of slabs: rows `first..last` of the first dimension's chunks, all of the others.
+struct Group {
+    /// The first and last (exclusive) positions along the first dimension.
+    start: u64,
+    end: u64,
+    /// The group's shape (the grid's, with the first dimension cut to the group).
+    shape: Vec<u64>,
+}
+
+impl Group {
+    fn new(grid: &[u64], chunks: &[u64], first_slab: u64, last_slab: u64) -> Self {
+        let c0 = chunks.first().copied().unwrap_or(1).max(1);
+        let n0 = grid.first().copied().unwrap_or(1);
+        let start = first_slab.saturating_mul(c0).min(n0);
+        let end = last_slab.saturating_mul(c0).min(n0);
+        let mut shape = grid.to_vec();
+        if let Some(first) = shape.first_mut() {
+            *first = end.saturating_sub(start);
+        }
+        Self { start, end, shape }
+    }
+
+    fn cells(&self) -> u64 {
+        self.shape.iter().product()
+    }
+}
+
+/// The group's cells of each data column, filled by one pass over the spill; a second row
+/// for a cell is an error naming its coordinates.
+fn fill_group(
+    group: &Group,
+    layout: &GridLayout,
+    data: &[(usize, ColumnSpec)],
+    widths: &[u64],
+    spill: &mut Spill,
+    options: &WriteOptions,
+) -> Result<Vec<Vec<u8>>> {
+    let cells = usize::try_from(group.cells()).map_err(|_| ZarrError::internal("a group"))?;
+    let mut buffers: Vec<Vec<u8>> = Vec::with_capacity(data.len());
+    for ((_, spec), &width) in data.iter().zip(widths) {
+        let mut buffer = vec![0u8; cells.saturating_mul(width as usize)];
+        let null: Option<Vec<u8>> = match (&spec.null, spec.storage) {
+            (NullRule::NaN, Storage::Fixed { size: 4 }) => Some(f32::NAN.to_ne_bytes().to_vec()),
+            (NullRule::NaN, Storage::Fixed { size: 2 }) => {
+                Some(half::f16::NAN.to_ne_bytes().to_vec())
+            }
+            (NullRule::NaN, _) => Some(f64::NAN.to_ne_bytes().to_vec()),
+            (NullRule::NaT, _) => Some(i64::MIN.to_ne_bytes().to_vec()),
+            (NullRule::Value { bytes, .. }, Storage::Fixed { .. }) => Some(bytes.clone()),
+            (NullRule::Value { bytes, .. }, _) => {
+                let text = std::str::from_utf8(bytes).unwrap_or_default();
+                let mut utf32: Vec<u8> = text
+                    .chars()
+                    .flat_map(|c| (c as u32).to_ne_bytes())
+                    .collect();
+                utf32.resize(width as usize, 0);
+                Some(utf32)
+            }
+            (NullRule::Refused, _) => None,
+        };
+        if let Some(null) = null {
+            for cell in buffer.chunks_mut(width as usize) {
+                let n = cell.len().min(null.len());
+                cell[..n].copy_from_slice(&null[..n]);
+            }
+        }
+        buffers.push(buffer);
+    }
+    let mut filled = vec![false; cells];
+    spill
+        .file
+        .seek(SeekFrom::Start(0))
+        .map_err(|e| ZarrError::internal(format!("the spill file: {e}")))?;
+    let file = spill
+        .file
+        .try_clone()
+        .map_err(|e| ZarrError::internal(format!("the spill file: {e}")))?;
+    let reader = StreamReader::try_new(BufReader::new(file), None)
+        .map_err(|e| ZarrError::internal(format!("the spill file: {e}")))?;
+    let mut first_row = 0u64;
+    for batch in reader {
+        let batch: RecordBatch =
+            batch.map_err(|e| ZarrError::internal(format!("the spill file: {e}")))?;
+        let positions = positions(&batch, layout, spill)?;
+        let prepared_columns: Vec<ArrayRef> = data
+            .iter()
+            .map(|(position, spec)| prepared(spec, batch.column(*position)))
+            .collect::<Result<_>>()?;
+        for row in 0..batch.num_rows() {
+            let at = &positions[row];
+            let Some(&p0) = at.first() else { continue };
+            if p0 < group.start || p0 >= group.end {
+                continue;
+            }
+            let mut cell = 0u64;
+            for (d, &p) in at.iter().enumerate() {
+                let p = if d == 0 {
+                    p.saturating_sub(group.start)
+                } else {
+                    p
+                };
+                cell = cell.saturating_mul(group.shape[d]).saturating_add(p);
+            }
+            let cell = cell as usize;
+            let table_row = first_row.saturating_add(row as u64);
+            if filled[cell] {
+                let mut tuple = Vec::new();
+                for &position in &layout.dimensions {
+                    let column = batch.column(position);
+                    let value = arrow::util::display::array_value_to_string(column, row)
+                        .unwrap_or_default();
+                    tuple.push(value);
+                }
+                return Err(row_error(
+                    &options.dimensions.join(","),
+                    table_row,
+                    &format!(
+                        "a second row for the cell ({}) of the dimensions {:?}",
+                        tuple.join(", "),
+                        options.dimensions
+                    ),
+                ));
+            }
+            filled[cell] = true;
+            for (c, ((_, spec), column)) in data.iter().zip(&prepared_columns).enumerate() {
+                let width = widths[c] as usize;
+                let one = column.slice(row, 1);
+                let mut element = Vec::with_capacity(width);
+                match spec.storage {
+                    Storage::Utf32 => append_utf32(
+                        spec,
+                        &one,
+                        table_row,
+                        width as u64,
+                        options.truncate_strings,
+                        &mut element,
+                        "string_length; string_overflow 'truncate' cuts it",
+                    )?,
+                    _ => {
+                        append_fixed(spec, &one, table_row, &mut element)?;
+                    }
+                }
+                let start = cell.saturating_mul(width);
+                let slot = buffers[c].get_mut(start..start.saturating_add(width));
+                if let (Some(slot), Some(value)) = (slot, element.get(..width)) {
+                    slot.copy_from_slice(value);
+                }
+            }
+        }
+        first_row = first_row.saturating_add(batch.num_rows() as u64);
+    }
+    Ok(buffers)
+}
+
+/// Each row's position along each dimension.
+fn positions(batch: &RecordBatch, layout: &GridLayout, spill: &Spill) -> Result<Vec<Vec<u64>>> {
+    let mut out = vec![Vec::with_capacity(layout.dimensions.len()); batch.num_rows()];
+    for (d, &position) in layout.dimensions.iter().enumerate() {
+        let distinct = &spill.distinct[d];
+        let rows = distinct
+            .converter
+            .convert_columns(&[batch.column(position).clone()])
+            .map_err(|e| ZarrError::internal(format!("dimension rows: {e}")))?;
+        for (i, row) in rows.iter().enumerate() {
+            let p = distinct.values.get(row.as_ref()).copied();
+            let p = p.ok_or_else(|| ZarrError::internal("a coordinate seen in the first pass"))?;
+            out[i].push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// Encodes and writes the chunks of `group` of one column from its cells `buffer`.
+#[allow(clippy::too_many_arguments)]
+async fn write_group_chunks(
+    group: &Group,
+    spec: &ColumnSpec,
+    buffer: &[u8],
+    width: u64,
+    encoder: &ChunkEncoder,
+    chunks: &[u64],
+    shape: &[u64],
+    options: &WriteOptions,
+    pipeline: &mut Pipeline,
+) -> Result<()> {
+    let grid: Vec<u64> = shape
+        .iter()
+        .zip(chunks)
+        .map(|(&n, &c)| n.div_ceil(c.max(1)))
+        .collect();
+    let c0 = chunks.first().copied().unwrap_or(1).max(1);
+    let first_chunk = group.start / c0;
+    let last_chunk = group.end.div_ceil(c0);
+    let mut index = vec![0u64; shape.len()];
+    if let Some(i0) = index.first_mut() {
+        *i0 = first_chunk;
+    }
+    if grid.iter().any(|&n| n == 0) || first_chunk >= last_chunk {
+        return Ok(());
+    }
+    loop {
+        let chunk = extract_chunk(group, buffer, width, &index, chunks);
+        let key = format!("{}/{}", spec.name, chunk_key(&index, options.zarr_format));
+        let encoder = encoder.clone();
+        pipeline
+            .submit(key, move || encoder.encode_fixed(chunk, width))
+            .await?;
+        // The next chunk index, in C order, within the group.
+        let mut d = shape.len();
+        loop {
+            if d == 0 {
+                return Ok(());
+            }
+            d -= 1;
+            index[d] += 1;
+            let limit = if d == 0 { last_chunk } else { grid[d] };
+            if index[d] < limit {
+                break;
+            }
+            if d == 0 {
+                return Ok(());
+            }
+            index[d] = 0;
+        }
+    }
+}
+
+/// The cells of chunk `index` from the group's cells, in C order, padded to the chunk shape.
+fn extract_chunk(
+    group: &Group,
+    buffer: &[u8],
+    width: u64,
+    index: &[u64],
+    chunks: &[u64],
+) -> Vec<u8> {
+    let width = width as usize;
+    let cells: u64 = chunks.iter().product();
+    let mut out = vec![0u8; (cells as usize).saturating_mul(width)];
+    let dims = chunks.len();
+    let mut local = vec![0u64; dims];
+    for (k, slot) in out.chunks_mut(width.max(1)).enumerate() {
+        // The cell's position in the chunk, C order.
+        let mut rest = k as u64;
+        for d in (0..dims).rev() {
+            local[d] = rest % chunks[d].max(1);
+            rest /= chunks[d].max(1);
+        }
+        let mut flat = 0u64;
+        let mut inside = true;
+        for d in 0..dims {
+            let mut p = index[d].saturating_mul(chunks[d]).saturating_add(local[d]);
+            if d == 0 {
+                if p >= group.end {
+                    inside = false;
+                    break;
+                }
+                p -= group.start;
+            }
+            if p >= group.shape[d] {
+                inside = false;
+                break;
+            }
+            flat = flat.saturating_mul(group.shape[d]).saturating_add(p);
+        }
+        if inside {
+            let start = (flat as usize).saturating_mul(width);
+            if let Some(cell) = buffer.get(start..start.saturating_add(width)) {
+                slot.copy_from_slice(cell);
+            }
+        }
+    }
+    out
 }

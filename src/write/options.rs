@@ -333,6 +333,13 @@ impl WriteOptions {
                 )));
             }
         }
+        if self.string_encoding == StringEncoding::Vlen && self.string_length.is_some() {
+            return Err(ZarrError::Option(
+                "string_length sets the width of fixed_length_utf32 strings; string_encoding \
+                 'vlen' strings have none"
+                    .into(),
+            ));
+        }
         if !self.chunks.is_empty() && self.chunks.len() != self.dimensions.len() {
             return Err(ZarrError::Option(format!(
                 "chunks gives {} lengths for the {} dimensions {:?}",

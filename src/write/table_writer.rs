@@ -22,10 +22,11 @@ use futures::StreamExt;
 use serde_json::{Value, to_vec};
 
 use super::arrays::{
-    ArrayShape, ColumnSpec, Storage, array_documents, chunk_key, column_spec, fill_value,
-    group_documents,
+    ArrayShape, ColumnSpec, Storage, array_documents, chunk_key, column_spec, group_documents,
 };
-use super::elements::{append_fixed, append_utf32, append_vlen, longest_string, prepared};
+use super::elements::{
+    append_fixed, append_utf32, append_vlen, longest_string, longest_string_checked, prepared,
+};
 use super::encode::{ChunkEncoder, Pipeline};
 use super::options::{TARGET_CHUNK_BYTES, WriteOptions};
 use super::target::Target;
@@ -202,8 +203,13 @@ async fn write_table_with(
     pipeline.finish().await?;
     for column in &columns {
         let shape = units.shape(rows, &options.dimension);
-        let fill = fill_value(&column.spec, column.saw_null, options.zarr_format);
-        let docs = array_documents(&column.spec, column.final_width(), &shape, &fill, options);
+        let docs = array_documents(
+            &column.spec,
+            column.final_width(),
+            &shape,
+            column.saw_null,
+            options,
+        );
         for (key, doc) in &docs {
             let key = format!("{}/{key}", column.spec.name);
             put_json(target, &key, doc).await?;
@@ -328,7 +334,10 @@ impl ColumnWriter {
                 append_vlen(&self.spec, &array, first, &mut self.vlen, &mut self.offsets)?
             }
             Storage::Utf32 => {
-                let (longest, saw_null) = longest_string(&self.spec, &array, first)?;
+                let truncating =
+                    self.options.truncate_strings && self.options.string_length.is_some();
+                let (longest, saw_null) =
+                    longest_string_checked(&self.spec, &array, first, !truncating)?;
                 if let Some(limit) = self.options.string_length
                     && longest > limit
                     && !self.options.truncate_strings
@@ -366,9 +375,8 @@ impl ColumnWriter {
             return Ok(encoder.clone());
         }
         let shape = units.shape(units.rows, &self.options.dimension);
-        let fill = fill_value(&self.spec, false, self.options.zarr_format);
         let width = (self.spec.storage == Storage::Utf32).then_some(width);
-        let docs = array_documents(&self.spec, width, &shape, &fill, &self.options);
+        let docs = array_documents(&self.spec, width, &shape, false, &self.options);
         let encoder = ChunkEncoder::new(&self.spec.name, &docs, &[units.rows])?;
         self.encoders.insert(key, encoder.clone());
         Ok(encoder)

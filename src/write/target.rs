@@ -12,7 +12,7 @@ use bytes::Bytes;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use futures::TryStreamExt;
 use object_store::local::LocalFileSystem;
-use object_store::path::Path;
+use object_store::path::{Path, PathPart};
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
 use super::atomic_directory::AtomicDirectory;
@@ -183,15 +183,22 @@ impl Target {
         }
     }
 
-    fn path(&self, key: &str) -> Path {
-        key.split('/')
-            .filter(|p| !p.is_empty())
-            .fold(self.root.clone(), |path, part| path.join(part))
+    /// The object path of `key` below the root, its names as they are (`é/c/0` is the
+    /// object `é/c/0`, as zarr-python writes it; object_store's `Path::join` would
+    /// percent-encode it, and the metadata would name an array with no chunks).
+    fn path(&self, key: &str) -> Result<Path> {
+        let mut path = self.root.clone();
+        for part in key.split('/').filter(|p| !p.is_empty()) {
+            let part = PathPart::parse(part)
+                .map_err(|e| self.error(format!("{key}: a name no object store holds: {e}")))?;
+            path = path.join(part);
+        }
+        Ok(path)
     }
 
     /// Writes the object `key` (relative to the store root).
     pub(crate) async fn put(&self, key: &str, bytes: Bytes) -> Result<()> {
-        let path = self.path(key);
+        let path = self.path(key)?;
         // Noted first: a put cut short may still have written it.
         if let Ok(mut written) = self.written.lock() {
             written.push(path.clone());
@@ -207,7 +214,7 @@ impl Target {
     /// write does not remove it.
     pub(crate) async fn replace(&self, key: &str, bytes: Bytes) -> Result<()> {
         self.store
-            .put(&self.path(key), PutPayload::from_bytes(bytes))
+            .put(&self.path(key)?, PutPayload::from_bytes(bytes))
             .await
             .map_err(|e| self.error(format!("{key}: {e}")))?;
         Ok(())
@@ -215,7 +222,7 @@ impl Target {
 
     /// Reads the object `key` of the store written to (appends read the last chunk).
     pub(crate) async fn get(&self, key: &str) -> Result<Option<Bytes>> {
-        match self.store.get(&self.path(key)).await {
+        match self.store.get(&self.path(key)?).await {
             Ok(result) => Ok(Some(
                 result
                     .bytes()

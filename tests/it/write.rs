@@ -331,3 +331,82 @@ fn walk(dir: &std::path::Path) -> Vec<String> {
     }
     out
 }
+
+/// The N-D layout: `dimensions` makes the named columns coordinates of their distinct values,
+/// sorted, and the others arrays over them; read back as a table, every row is there with its
+/// values, and the cells no row filled are NaN.
+#[tokio::test]
+async fn the_nd_layout_reads_back_as_the_rows_it_was_written_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("grid.zarr");
+    let ctx = context();
+    // 5 stations x 7 times, shuffled, one cell missing.
+    let rows = "SELECT 'ST-' || CAST(s AS VARCHAR) || repeat('é', CAST(s AS INT)) AS station, \
+                to_timestamp_seconds(1700000000 + t * 3600) AS time, s * 10.0 + t AS temp \
+                FROM generate_series(0, 4) a(s) CROSS JOIN generate_series(0, 6) b(t) \
+                WHERE NOT (s = 2 AND t = 3) ORDER BY (s * 7 + t) * 37 % 35";
+    query(
+        &ctx,
+        &format!(
+            "COPY ({rows}) TO '{}' STORED AS ZARR OPTIONS ('dimensions' 'station,time', \
+             'chunks' '2,3')",
+            store.display()
+        ),
+    )
+    .await
+    .unwrap();
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(store.join("temp/zarr.json")).unwrap())
+            .unwrap();
+    assert_eq!(doc["shape"], json!([5, 7]));
+    assert_eq!(doc["dimension_names"], json!(["station", "time"]));
+    assert_eq!(
+        doc["chunk_grid"]["configuration"]["chunk_shape"],
+        json!([2, 3])
+    );
+    let sql = |from: &str| {
+        format!(
+            "SELECT station, to_unixtime(time) AS time, temp FROM {from} WHERE NOT isnan(temp) \
+             ORDER BY station, time"
+        )
+    };
+    let want = query(&ctx, &sql(&format!("({rows})"))).await.unwrap();
+    let got = query(&ctx, &sql(&format!("read_zarr('{}')", store.display())))
+        .await
+        .unwrap();
+    for name in ["station", "time", "temp"] {
+        assert_eq!(
+            to_json(column(&got, name).as_ref()),
+            to_json(column(&want, name).as_ref()),
+            "{name}"
+        );
+    }
+    let missing = query(
+        &ctx,
+        &format!(
+            "SELECT station, CAST(time AS VARCHAR) AS time FROM read_zarr('{}') WHERE isnan(temp)",
+            store.display()
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        to_json(column(&missing, "station").as_ref()),
+        [json!("ST-2éé")]
+    );
+
+    // A second row for a cell is an error naming the cell; nothing is written.
+    let e = query(
+        &ctx,
+        &format!(
+            "COPY (SELECT 'a' AS k, 1 AS v UNION ALL SELECT 'a', 2) TO '{}' STORED AS ZARR \
+             OPTIONS ('dimensions' 'k', 'null_value' '0')",
+            dir.path().join("twice.zarr").display()
+        ),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("a second row for the cell (a)"), "{e}");
+    assert!(!dir.path().join("twice.zarr").exists());
+}
