@@ -74,7 +74,7 @@ pub const WRITE_OPTIONS: &[WriteOptionDoc] = &[
     doc(
         "string_encoding",
         "`utf32` (default), `vlen`",
-        "strings as `fixed_length_utf32` (`<U`), or variable-length UTF-8 (V3 `string`, V2 `|O` with `vlen-utf8`)",
+        "strings as `fixed_length_utf32` (`<U`), or variable-length UTF-8 (V3 `string`, V2 object dtype with `vlen-utf8`)",
     ),
     doc(
         "string_length",
@@ -404,6 +404,16 @@ fn name(key: &str, value: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn docs_writing_shows_every_option() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/writing.md");
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        for o in WRITE_OPTIONS {
+            let row = format!("| `{}` | {} | {} |", o.key, o.values, o.meaning);
+            assert!(text.contains(&row), "docs/writing.md lacks the row {row}");
+        }
+    }
 
     #[test]
     fn options_parse_and_unknown_keys_list_the_known_ones() -> Result<()> {
