@@ -63,7 +63,7 @@ def main() -> None:
     select = SELECT.format(store=store)
 
     def copy():
-        sql = f"COPY ({select}) TO '{ours}' STORED AS ZARR OPTIONS ('chunk_rows' '{CHUNK}')"
+        sql = f"COPY ({select}) TO '{ours}' STORED AS ZARR OPTIONS ('chunk_rows' '{CHUNK}', 'mode' 'overwrite')"
         subprocess.run([binary, "-q", "-c", sql], check=True, stdout=subprocess.DEVNULL)
 
     def read_only():

@@ -69,7 +69,7 @@ pub use error::{Result, ZarrError, error_message};
 pub use factory::{ReadZarrFunction, ZarrTableFactory};
 pub use inspect::inspect;
 pub use object_stores::{STORAGE_PREFIXES, StorageOptions, supported_schemes};
-pub use optimizer::OrderedZarrScan;
+pub use optimizer::{OrderedZarrScan, in_unit_order};
 pub use options::{InvalidUtf32, OptionDoc, StringType, ZarrOptions};
 pub use progress::{ProgressCounter, ProgressSnapshot, ScanProgress};
 pub use provider::ZarrTable;

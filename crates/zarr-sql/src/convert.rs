@@ -13,19 +13,15 @@ use arrow::datatypes::DataType;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SendableRecordBatchStream;
-use datafusion::physical_plan::coop::CooperativeExec;
-use datafusion::physical_plan::execution_plan::replace_children_if_necessary;
-use datafusion::physical_plan::filter::FilterExec;
-use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, execute_stream};
+use datafusion::physical_plan::{ExecutionPlanProperties, execute_stream};
 use datafusion::prelude::{
     CsvReadOptions, DataFrame, JsonReadOptions, ParquetReadOptions, SessionContext, coalesce,
     ident, lit,
 };
 use datafusion_zarr::export::{Compression, ParquetExport, export_frame, write_parquet};
 use datafusion_zarr::write::{WriteOptions, write_zarr};
-use datafusion_zarr::{ProgressCounter, ZarrError, ZarrOptions, ZarrScanExec, ZarrTable};
+use datafusion_zarr::{ProgressCounter, ZarrError, ZarrOptions, ZarrTable, in_unit_order};
 use futures::StreamExt;
 
 use crate::progress::{Display, Tracked};
@@ -527,31 +523,6 @@ fn counted(stream: SendableRecordBatchStream, rows: Arc<AtomicU64>) -> SendableR
         }
     });
     Box::pin(RecordBatchStreamAdapter::new(schema, stream))
-}
-
-/// `plan` as one partition in a fixed order, when it is a Zarr scan of several partitions
-/// under projections, filters and cooperative wrappers only (which keep the order of their
-/// input, partition by partition): the scan's [`ZarrScanExec::in_unit_order`]. What the
-/// library's export does for the Parquet writer (its `optimizer::in_unit_order`, not public).
-fn in_unit_order(plan: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan>>> {
-    if let Some(scan) = plan.downcast_ref::<ZarrScanExec>() {
-        return Ok(scan
-            .in_unit_order()
-            .map(|s| Arc::new(s) as Arc<dyn ExecutionPlan>));
-    }
-    let keeps_order =
-        plan.is::<ProjectionExec>() || plan.is::<FilterExec>() || plan.is::<CooperativeExec>();
-    let children = plan.children();
-    let ([child], true) = (children.as_slice(), keeps_order) else {
-        return Ok(None);
-    };
-    match in_unit_order(child)? {
-        Some(child) => Ok(Some(replace_children_if_necessary(
-            Arc::clone(plan),
-            vec![child],
-        )?)),
-        None => Ok(None),
-    }
 }
 
 #[cfg(test)]
