@@ -1,6 +1,8 @@
 //! The transcoding kernels of datafusion-zarr: pure functions from decoded `fixed_length_utf32`
 //! chunk bytes (native-endian code units, as zarrs' `bytes` codec hands them over) to Arrow
-//! arrays. No I/O, no DataFusion: kept in their own crate so they build and benchmark quickly.
+//! arrays, and back ([`encode`]: Arrow string arrays to padded UTF-32 in either byte order, for
+//! the Zarr writer). No I/O, no DataFusion: kept in their own crate so they build and benchmark
+//! quickly.
 //!
 //! Each element is `width` bytes: `width / 4` code units, padded with U+0000. Only trailing
 //! U+0000 is removed; leading and interior U+0000 are kept, as NumPy keeps them.
@@ -30,6 +32,11 @@
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+pub mod encode;
+#[cfg(target_arch = "x86_64")]
+mod encode_avx2;
+#[cfg(test)]
+mod encode_proptests;
 #[cfg(any(all(target_arch = "aarch64", target_endian = "little"), test))]
 mod neon;
 #[cfg(all(test, not(all(target_arch = "aarch64", target_endian = "little"))))]
@@ -37,6 +44,11 @@ mod neon_emu;
 pub mod predicate;
 #[cfg(test)]
 mod proptests;
+
+pub use encode::{
+    ByteOrder, EncodeError, Overflow, TooLong, max_code_points, max_code_points_view,
+    utf8_to_utf32, utf8_view_to_utf32,
+};
 
 use arrow_array::{FixedSizeBinaryArray, GenericStringArray, OffsetSizeTrait, StringViewArray};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};

@@ -10,21 +10,21 @@ use super::*;
 use arrow_array::Array;
 
 /// xorshift64: deterministic, dependency-free.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
 
-    fn range(&mut self, lo: u32, hi_inclusive: u32) -> u32 {
+    pub(crate) fn range(&mut self, lo: u32, hi_inclusive: u32) -> u32 {
         lo + self.below(u64::from(hi_inclusive - lo) + 1) as u32
     }
 }
@@ -55,9 +55,9 @@ const BOUNDARIES: [u32; 20] = [
 /// How a batch draws its code units: weights of
 /// [ASCII, NUL, 2-byte, 3-byte, 4-byte, surrogate, above 0x10FFFF, boundary values].
 #[derive(Clone, Copy, Debug)]
-struct Profile([u32; 8]);
+pub(crate) struct Profile(pub(crate) [u32; 8]);
 
-const PROFILES: [Profile; 7] = [
+pub(crate) const PROFILES: [Profile; 7] = [
     Profile([8, 1, 1, 1, 1, 0, 0, 0]),  // valid, mostly ASCII
     Profile([1, 0, 0, 0, 0, 0, 0, 0]),  // ASCII only (16-unit fast path)
     Profile([2, 1, 2, 2, 2, 0, 0, 1]),  // valid mix (boundary values may be invalid)
@@ -67,7 +67,7 @@ const PROFILES: [Profile; 7] = [
     Profile([1, 3, 0, 0, 1, 0, 0, 0]),  // many NUL, emoji
 ];
 
-fn draw_unit(rng: &mut Rng, p: Profile) -> u32 {
+pub(crate) fn draw_unit(rng: &mut Rng, p: Profile) -> u32 {
     let total: u32 = p.0.iter().sum();
     let mut pick = rng.below(u64::from(total)) as u32;
     let mut category = 0;
