@@ -20,3 +20,4 @@ mod remote;
 mod slt;
 mod statistics;
 mod write;
+mod write_remote;

@@ -436,3 +436,68 @@ fn azure_create_container(port: u16) -> Result<(), String> {
     )
     .map(|_| ())
 }
+
+/// A client of fake-gcs-server's bucket (reads and listings; for writes, see
+/// [`gcs_store_at`] and `proxy::Proxy::start_gcs_writes`).
+pub fn gcs_store(s: &Servers) -> Result<Arc<dyn ObjectStore>, String> {
+    gcs_store_at(s.gcs)
+}
+
+/// A client of the bucket of a GCS server on 127.0.0.1:`port` (fake-gcs-server, or a proxy in
+/// front of it).
+pub fn gcs_store_at(port: u16) -> Result<Arc<dyn ObjectStore>, String> {
+    use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+    GoogleCloudStorageBuilder::new()
+        .with_bucket_name(BUCKET)
+        .with_service_account_key(gcs_key())
+        .with_config(GoogleConfigKey::BaseUrl, format!("http://127.0.0.1:{port}"))
+        .with_client_options(object_store::ClientOptions::new().with_allow_http(true))
+        .build()
+        .map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+        .map_err(|e| e.to_string())
+}
+
+/// A client of the bucket or container of `scheme` (`s3`, `gs`, `az`) on the test servers,
+/// to see what a test wrote there.
+pub fn object_store_of(scheme: &str, s: &Servers) -> Result<Arc<dyn ObjectStore>, String> {
+    match scheme {
+        "s3" => s3_store(s),
+        "gs" => gcs_store(s),
+        "az" => azure_store(s),
+        other => Err(format!("no test object store for the scheme '{other}'")),
+    }
+}
+
+/// Every object below `prefix` (a key without a trailing `/`), as its key relative to `prefix`
+/// and its bytes, in key order (one deleted between the listing and its reading is left out).
+pub async fn objects_below(
+    store: &Arc<dyn ObjectStore>,
+    prefix: &str,
+) -> Result<std::collections::BTreeMap<String, Vec<u8>>, String> {
+    use futures::TryStreamExt;
+    let root = ObjectPath::from(prefix);
+    let listed: Vec<object_store::ObjectMeta> = store
+        .list(Some(&root))
+        .try_collect()
+        .await
+        .map_err(|e| format!("listing {prefix}: {e}"))?;
+    let mut out = std::collections::BTreeMap::new();
+    for meta in listed {
+        let key = meta.location.as_ref().to_string();
+        let relative = key
+            .strip_prefix(&format!("{}/", root.as_ref()))
+            .unwrap_or(&key)
+            .to_string();
+        let bytes = match store.get(&meta.location).await {
+            Ok(got) => got
+                .bytes()
+                .await
+                .map_err(|e| format!("reading {key}: {e}"))?,
+            // Deleted since it was listed (a cleanup under way): not there.
+            Err(object_store::Error::NotFound { .. }) => continue,
+            Err(e) => return Err(format!("reading {key}: {e}")),
+        };
+        out.insert(relative, bytes.to_vec());
+    }
+    Ok(out)
+}

@@ -41,11 +41,40 @@ pub struct Logged {
     pub bytes: usize,
 }
 
+/// A fault by method (writes: `PUT`, `POST`, `DELETE`): of the requests whose method is one
+/// of `methods` (any method when empty) and whose target contains `path`, the first `skip` pass,
+/// and the next `times` get `kind`. `skip: 3, times: usize::MAX` refuses every such request
+/// after the third.
+#[derive(Debug, Clone)]
+pub struct MethodFault {
+    pub methods: Vec<String>,
+    pub path: String,
+    pub skip: usize,
+    pub times: usize,
+    pub kind: FaultKind,
+}
+
+impl MethodFault {
+    /// Every request of `methods` after the first `skip` of them gets `kind`.
+    pub fn after(methods: &[&str], skip: usize, kind: FaultKind) -> Self {
+        Self {
+            methods: methods.iter().map(|m| m.to_string()).collect(),
+            path: String::new(),
+            skip,
+            times: usize::MAX,
+            kind,
+        }
+    }
+}
+
 #[derive(Default)]
 struct State {
     delay: Mutex<Duration>,
     faults: Mutex<Vec<Fault>>,
+    method_faults: Mutex<Vec<MethodFault>>,
     log: Mutex<Vec<Logged>>,
+    /// Translate GCS XML-API writes for fake-gcs-server (see [`Proxy::start_gcs_writes`]).
+    gcs_writes: bool,
 }
 
 /// A running proxy; it stops with the test process.
@@ -57,7 +86,27 @@ pub struct Proxy {
 impl Proxy {
     /// Starts a proxy to `127.0.0.1:upstream` on a free port, on its own thread.
     pub fn start(upstream: u16) -> Proxy {
-        let state = Arc::new(State::default());
+        Self::start_with(upstream, State::default())
+    }
+
+    /// A proxy in front of fake-gcs-server that makes object_store's GCS writes work there:
+    /// object_store writes through the XML API (`PUT /bucket/object`, `PUT` with
+    /// `x-goog-copy-source`, `DELETE /bucket/object`), which fake-gcs-server serves only for
+    /// signed URLs, if at all. They are sent as the JSON API's media upload, `copyTo` and
+    /// delete, and a write's answer gets the `ETag` header object_store wants. Reads pass
+    /// as they are (with the server's own `Host`, which its routes match).
+    pub fn start_gcs_writes(upstream: u16) -> Proxy {
+        Self::start_with(
+            upstream,
+            State {
+                gcs_writes: true,
+                ..State::default()
+            },
+        )
+    }
+
+    fn start_with(upstream: u16, state: State) -> Proxy {
+        let state = Arc::new(state);
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
         let port = listener.local_addr().expect("bound").port();
         listener.set_nonblocking(true).expect("non-blocking");
@@ -90,6 +139,22 @@ impl Proxy {
         self.state.faults.lock().unwrap().push(fault);
     }
 
+    /// Adds a fault by method.
+    pub fn add_method_fault(&self, fault: MethodFault) {
+        self.state.method_faults.lock().unwrap().push(fault);
+    }
+
+    /// Removes every fault (by path and by method): requests pass again.
+    pub fn clear_faults(&self) {
+        self.state.faults.lock().unwrap().clear();
+        self.state.method_faults.lock().unwrap().clear();
+    }
+
+    /// The requests seen so far (without clearing the log).
+    pub fn log(&self) -> Vec<Logged> {
+        self.state.log.lock().unwrap().clone()
+    }
+
     /// The requests seen so far, and clears the log.
     pub fn take_log(&self) -> Vec<Logged> {
         std::mem::take(&mut *self.state.log.lock().unwrap())
@@ -104,6 +169,29 @@ fn take_fault(state: &State, target: &str) -> Option<FaultKind> {
         .find(|f| f.times > 0 && target.contains(&f.path))?;
     fault.times -= 1;
     Some(fault.kind)
+}
+
+/// Takes the method fault that applies to `method` on `target`, if any: each matching fault
+/// counts the request, passing it while its `skip` lasts.
+fn take_method_fault(state: &State, method: &str, target: &str) -> Option<FaultKind> {
+    let mut faults = state.method_faults.lock().unwrap();
+    for fault in faults.iter_mut() {
+        let applies = (fault.methods.is_empty()
+            || fault.methods.iter().any(|m| m.eq_ignore_ascii_case(method)))
+            && target.contains(&fault.path);
+        if !applies {
+            continue;
+        }
+        if fault.skip > 0 {
+            fault.skip -= 1;
+            continue;
+        }
+        if fault.times > 0 {
+            fault.times -= 1;
+            return Some(fault.kind);
+        }
+    }
+    None
 }
 
 async fn serve(mut client: TcpStream, upstream: u16, state: Arc<State>) -> std::io::Result<()> {
@@ -153,7 +241,8 @@ async fn serve(mut client: TcpStream, upstream: u16, state: Arc<State>) -> std::
         let body: Vec<u8> = buffer[head_end..head_end + body_len].to_vec();
         buffer.drain(..head_end + body_len);
 
-        let fault = take_fault(&state, &target);
+        let fault =
+            take_fault(&state, &target).or_else(|| take_method_fault(&state, &method, &target));
         let delay = *state.delay.lock().unwrap();
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
@@ -187,7 +276,20 @@ async fn serve(mut client: TcpStream, upstream: u16, state: Arc<State>) -> std::
         headers.retain(|(k, _)| {
             !k.eq_ignore_ascii_case("connection") && !k.eq_ignore_ascii_case("keep-alive")
         });
-        let mut forward = format!("{method} {target} HTTP/1.0\r\n");
+        let (mut forward_method, mut forward_target) = (method.clone(), target.clone());
+        let mut gcs_write = false;
+        if state.gcs_writes {
+            for (k, v) in headers.iter_mut() {
+                if k.eq_ignore_ascii_case("host") {
+                    *v = format!("127.0.0.1:{upstream}");
+                }
+            }
+            if let Some((m, t)) = gcs_json_write(&method, &target, &mut headers) {
+                (forward_method, forward_target) = (m, t);
+                gcs_write = true;
+            }
+        }
+        let mut forward = format!("{forward_method} {forward_target} HTTP/1.0\r\n");
         for (k, v) in &headers {
             forward.push_str(&format!("{k}: {v}\r\n"));
         }
@@ -235,6 +337,18 @@ async fn serve(mut client: TcpStream, upstream: u16, state: Arc<State>) -> std::
         } else {
             response_body.len().to_string()
         };
+        if gcs_write
+            && (200..300).contains(&status)
+            && !response_head.to_ascii_lowercase().contains("\r\netag:")
+        {
+            // The JSON API answers with the object resource; the XML API's answer (which
+            // object_store reads) has its ETag as a header.
+            let etag = serde_json::from_slice::<serde_json::Value>(response_body)
+                .ok()
+                .and_then(|v| v["etag"].as_str().map(str::to_string))
+                .unwrap_or_else(|| "none".into());
+            out.push_str(&format!("ETag: \"{etag}\"\r\n"));
+        }
         out.push_str(&format!(
             "Content-Length: {length}\r\nConnection: keep-alive\r\n\r\n"
         ));
@@ -249,6 +363,43 @@ async fn serve(mut client: TcpStream, upstream: u16, state: Arc<State>) -> std::
         log(status, response_body.len());
         client.write_all(out.as_bytes()).await?;
         client.write_all(response_body).await?;
+    }
+}
+
+/// The JSON-API request (method, target) of a GCS XML-API write of object_store (its object
+/// name percent-encoded as one path segment), its headers adjusted; `None` for other requests.
+fn gcs_json_write(
+    method: &str,
+    target: &str,
+    headers: &mut Vec<(String, String)>,
+) -> Option<(String, String)> {
+    let (bucket, object) = target.strip_prefix('/')?.split_once('/')?;
+    if object.is_empty() || object.contains('/') || object.contains('?') || bucket.contains('?') {
+        return None;
+    }
+    let copy_source = headers
+        .iter()
+        .position(|(k, _)| k.eq_ignore_ascii_case("x-goog-copy-source"));
+    match (method, copy_source) {
+        ("PUT", Some(i)) => {
+            let (_, source) = headers.remove(i);
+            let (source_bucket, source_object) = source.split_once('/')?;
+            Some((
+                "POST".into(),
+                format!(
+                    "/storage/v1/b/{source_bucket}/o/{source_object}/copyTo/b/{bucket}/o/{object}"
+                ),
+            ))
+        }
+        ("PUT", None) => Some((
+            "POST".into(),
+            format!("/upload/storage/v1/b/{bucket}/o?uploadType=media&name={object}"),
+        )),
+        ("DELETE", _) => Some((
+            "DELETE".into(),
+            format!("/storage/v1/b/{bucket}/o/{object}"),
+        )),
+        _ => None,
     }
 }
 

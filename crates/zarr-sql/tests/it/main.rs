@@ -9,3 +9,4 @@ mod convert;
 mod docs;
 mod export;
 mod remote;
+mod write_interrupt;
