@@ -139,6 +139,22 @@ pub(crate) fn longest_string_checked(
     first: u64,
     trailing_nul: bool,
 ) -> Result<(u64, bool)> {
+    if array.null_count() == 0 {
+        // The kernel counts code points; the trailing U+0000 check reads one byte a string.
+        let longest = match array.data_type() {
+            DataType::Utf8 => zarr_utf32::max_code_points(array.as_string::<i32>()),
+            DataType::LargeUtf8 => zarr_utf32::max_code_points(array.as_string::<i64>()),
+            DataType::Utf8View => zarr_utf32::max_code_points_view(array.as_string_view()),
+            other => return Err(ZarrError::internal(format!("strings of {other}"))),
+        };
+        if trailing_nul {
+            let ends_in_nul = strings(array)?.position(|v| v.is_some_and(|v| v.ends_with('\0')));
+            if let Some(i) = ends_in_nul {
+                return Err(trailing_nul_error(spec, first.saturating_add(i as u64)));
+            }
+        }
+        return Ok((longest as u64, false));
+    }
     let mut longest = 0u64;
     let mut saw_null = false;
     for (i, value) in strings(array)?.enumerate() {
@@ -164,9 +180,10 @@ pub(crate) fn longest_string_checked(
     Ok((longest, saw_null))
 }
 
-/// Appends the strings of `array` as `width`-byte UTF-32 elements in native byte order; a
-/// longer one is cut when `truncate`, else an error naming its row and `hint` (what sets the
-/// width).
+/// Appends the strings of `array` as `width`-byte UTF-32 elements in native byte order
+/// (zarr-utf32's encoding kernel); a longer one is cut when `truncate`, else an error naming
+/// its row and `hint` (what sets the width). A NULL is the column's `null_value` or an error;
+/// what is kept must not end in U+0000 (a reader strips it). On error `out` is as it was.
 pub(crate) fn append_utf32(
     spec: &ColumnSpec,
     array: &ArrayRef,
@@ -176,48 +193,107 @@ pub(crate) fn append_utf32(
     out: &mut Vec<u8>,
     hint: &str,
 ) -> Result<()> {
+    let start = out.len();
+    let result = encode_strings(spec, array, first, width, truncate, out, hint);
+    if result.is_err() {
+        out.truncate(start);
+    }
+    result
+}
+
+fn encode_strings(
+    spec: &ColumnSpec,
+    array: &ArrayRef,
+    first: u64,
+    width: u64,
+    truncate: bool,
+    out: &mut Vec<u8>,
+    hint: &str,
+) -> Result<()> {
+    use zarr_utf32::{ByteOrder, EncodeError, Overflow, utf8_to_utf32, utf8_view_to_utf32};
     let width = usize::try_from(width).map_err(|_| ZarrError::internal("a string width"))?;
     let units = width / 4;
     let start = out.len();
-    let total = array.len().saturating_mul(width);
-    out.try_reserve(total)
-        .map_err(|_| ZarrError::internal("memory for a chunk of strings"))?;
-    for (i, value) in strings(array)?.enumerate() {
-        let row = first.saturating_add(i as u64);
-        let value: &str = match value {
-            Some(v) => v,
-            None => std::str::from_utf8(null_bytes(spec, row)?).unwrap_or_default(),
-        };
-        let element_start = out.len();
-        for (count, c) in value.chars().enumerate() {
-            if count == units {
-                if truncate {
-                    break;
-                }
-                out.truncate(start);
-                let length = value.chars().count();
-                return Err(row_error(
-                    &spec.name,
-                    row,
-                    &format!("a string of {length} code points, longer than {units} ({hint})"),
-                ));
-            }
-            out.extend_from_slice(&(c as u32).to_ne_bytes());
+    let overflow = if truncate {
+        Overflow::Truncate
+    } else {
+        Overflow::Error
+    };
+    let order = ByteOrder::NATIVE;
+    let encoded = match array.data_type() {
+        DataType::Utf8 => utf8_to_utf32(array.as_string::<i32>(), width, order, overflow, out),
+        DataType::LargeUtf8 => utf8_to_utf32(array.as_string::<i64>(), width, order, overflow, out),
+        DataType::Utf8View => {
+            utf8_view_to_utf32(array.as_string_view(), width, order, overflow, out)
         }
-        // What is kept must not end in U+0000 (a cut can leave one).
-        if out.len() >= element_start.saturating_add(4)
-            && out.get(out.len().saturating_sub(4)..) == Some(&[0, 0, 0, 0][..])
-        {
-            out.truncate(start);
+        other => return Err(ZarrError::internal(format!("strings of {other}"))),
+    };
+    match encoded {
+        Ok(()) => {}
+        Err(EncodeError::TooLong(too_long)) => {
             return Err(row_error(
                 &spec.name,
-                row,
-                "the string ends with U+0000, which fixed_length_utf32 strips on reading",
+                first.saturating_add(too_long.index as u64),
+                &format!(
+                    "a string of {} code points, longer than {units} ({hint})",
+                    too_long.code_points
+                ),
             ));
         }
-        out.resize(element_start.saturating_add(width), 0);
+        Err(e) => return Err(ZarrError::internal(format!("encoding strings: {e}"))),
+    }
+    let slot = |i: usize| {
+        let at = start.saturating_add(i.saturating_mul(width));
+        at..at.saturating_add(width)
+    };
+    for (i, value) in strings(array)?.enumerate() {
+        let row = first.saturating_add(i as u64);
+        let kept_units = match value {
+            // The kernel wrote zeros: the null value goes there.
+            None => {
+                let text = std::str::from_utf8(null_bytes(spec, row)?).unwrap_or_default();
+                let mut units_of: Vec<u8> = text
+                    .chars()
+                    .flat_map(|c| (c as u32).to_ne_bytes())
+                    .collect();
+                if units_of.len() > width && !truncate {
+                    return Err(row_error(
+                        &spec.name,
+                        row,
+                        &format!("null_value is longer than {units} code points ({hint})"),
+                    ));
+                }
+                units_of.resize(width, 0);
+                if let Some(cell) = out.get_mut(slot(i)) {
+                    cell.copy_from_slice(&units_of);
+                }
+                text.chars().count().min(units)
+            }
+            Some(v) if !truncate => {
+                if v.as_bytes().last() == Some(&0) {
+                    return Err(trailing_nul_error(spec, row));
+                }
+                continue;
+            }
+            Some(v) => v.chars().count().min(units),
+        };
+        // The last code point kept must not be U+0000 (a cut can leave one).
+        let last = slot(i)
+            .start
+            .saturating_add(kept_units.saturating_sub(1).saturating_mul(4));
+        if kept_units > 0 && out.get(last..last.saturating_add(4)) == Some(&[0, 0, 0, 0][..]) {
+            return Err(trailing_nul_error(spec, row));
+        }
     }
     Ok(())
+}
+
+fn trailing_nul_error(spec: &ColumnSpec, row: u64) -> ZarrError {
+    row_error(
+        &spec.name,
+        row,
+        "the string ends with U+0000, which fixed_length_utf32 strips on reading",
+    )
 }
 
 /// Appends the variable-length values of `array` (strings as UTF-8, or bytes) to `bytes`,

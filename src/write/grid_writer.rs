@@ -201,7 +201,7 @@ async fn spill(
             }
             let converted = distinct[d]
                 .converter
-                .convert_columns(&[column.clone()])
+                .convert_columns(std::slice::from_ref(column))
                 .map_err(|e| target.error(e.to_string()))?;
             for row in converted.iter() {
                 let seen = distinct[d].values.len() as u64;
@@ -559,8 +559,7 @@ fn fill_group(
             .iter()
             .map(|(position, spec)| prepared(spec, batch.column(*position)))
             .collect::<Result<_>>()?;
-        for row in 0..batch.num_rows() {
-            let at = &positions[row];
+        for (row, at) in positions.iter().enumerate() {
             let Some(&p0) = at.first() else { continue };
             if p0 < group.start || p0 >= group.end {
                 continue;
@@ -576,7 +575,10 @@ fn fill_group(
             }
             let cell = cell as usize;
             let table_row = first_row.saturating_add(row as u64);
-            if filled[cell] {
+            let Some(seen) = filled.get_mut(cell) else {
+                return Err(ZarrError::internal("a cell outside its group"));
+            };
+            if *seen {
                 let mut tuple = Vec::new();
                 for &position in &layout.dimensions {
                     let column = batch.column(position);
@@ -594,7 +596,7 @@ fn fill_group(
                     ),
                 ));
             }
-            filled[cell] = true;
+            *seen = true;
             for (c, ((_, spec), column)) in data.iter().zip(&prepared_columns).enumerate() {
                 let width = widths[c] as usize;
                 let one = column.slice(row, 1);
@@ -668,7 +670,7 @@ async fn write_group_chunks(
     if let Some(i0) = index.first_mut() {
         *i0 = first_chunk;
     }
-    if grid.iter().any(|&n| n == 0) || first_chunk >= last_chunk {
+    if grid.contains(&0) || first_chunk >= last_chunk {
         return Ok(());
     }
     loop {

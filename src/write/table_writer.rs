@@ -61,19 +61,17 @@ pub async fn write_zarr_in(
 
 /// Commits `target` after a successful write, removes what it wrote after a failed one.
 pub(crate) async fn finish(target: Arc<Target>, result: Result<u64>) -> Result<u64> {
-    let Ok(target) = Arc::try_unwrap(target) else {
+    let Ok(mut target) = Arc::try_unwrap(target) else {
         return Err(ZarrError::internal("a write's target still in use"));
     };
-    match result {
-        Ok(rows) => {
-            target.commit().await?;
-            Ok(rows)
-        }
-        Err(e) => {
-            target.abort().await;
-            Err(e)
-        }
+    let result = match result {
+        Ok(rows) => target.commit().await.map(|()| rows),
+        Err(e) => Err(e),
+    };
+    if result.is_err() {
+        target.abort().await;
     }
+    result
 }
 
 /// The rows of a chunk (or shard) of the table layout, and its inner chunk when sharded.

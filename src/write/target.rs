@@ -6,6 +6,7 @@
 //! append writes in place, its new chunks first and the grown metadata last.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -21,14 +22,43 @@ use crate::error::{Result, ZarrError};
 use crate::object_stores::redact_text;
 use crate::store::ZarrStore;
 
+/// A hidden prefix beside `root` (`.name.<pid>-<nanos>.<what>`), for a staged store or the
+/// copy of the one it replaces.
+fn beside(root: &Path, what: &str) -> Path {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let parts: Vec<_> = root.parts().collect();
+    let name = root.filename().unwrap_or("store").to_string();
+    let hidden = format!(".{name}.{}-{nanos}.{what}", std::process::id());
+    let parent = Path::from_iter(parts.iter().take(parts.len().saturating_sub(1)).cloned());
+    parent.join(hidden.as_str())
+}
+
+/// The copies that move each of `paths` (below `from`) to the same key below `to`: chunks
+/// first, then metadata from the deepest node up to the root's.
+fn ordered_moves(paths: &[Path], from: &Path, to: &Path) -> Vec<(Path, Path)> {
+    let mut moves: Vec<(Path, Path, bool, usize)> = Vec::new();
+    for path in paths {
+        let Some(parts) = path.prefix_match(from) else {
+            continue;
+        };
+        let parts: Vec<PathPart<'static>> = parts
+            .map(|p| PathPart::from(p.as_ref().to_string()))
+            .collect();
+        let metadata = parts
+            .last()
+            .is_some_and(|p| METADATA_KEYS.contains(&p.as_ref()));
+        let depth = parts.len();
+        let target = parts.into_iter().fold(to.clone(), |p, part| p.join(part));
+        moves.push((path.clone(), target, metadata, depth));
+    }
+    moves.sort_by(|a, b| a.2.cmp(&b.2).then(b.3.cmp(&a.3)));
+    moves.into_iter().map(|(a, b, _, _)| (a, b)).collect()
+}
+
 /// The metadata keys of a Zarr node (written last, removed first).
 const METADATA_KEYS: [&str; 5] = ["zarr.json", ".zgroup", ".zarray", ".zattrs", ".zmetadata"];
-
-/// Whether the object `key` (relative to a store root) is a node's metadata.
-fn is_metadata(key: &str) -> bool {
-    let name = key.rsplit('/').next().unwrap_or(key);
-    METADATA_KEYS.contains(&name)
-}
 
 /// How the objects reach the target.
 #[derive(Debug)]
@@ -60,6 +90,25 @@ pub(crate) struct Target {
     /// Values that errors must not show.
     storage: crate::object_stores::StorageOptions,
     done: bool,
+    /// Local files being written on the blocking pool: a cancelled write waits for them
+    /// before its directory is removed (else they would make it again).
+    in_flight: Arc<AtomicUsize>,
+}
+
+/// One local file being written (counted in [`Target::in_flight`] until dropped).
+struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    fn enter(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Self(count.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Target {
@@ -93,30 +142,25 @@ impl Target {
             written: Mutex::new(Vec::new()),
             storage: options.storage.clone(),
             done: false,
+            in_flight: Arc::default(),
         };
         let exists = target.is_store(&root).await?;
         let occupied = exists || target.any_object(&root).await?;
-        match (occupied, options.mode) {
-            (false, _) => {}
-            (true, WriteMode::Error) => {
-                let what = if exists {
-                    "a Zarr store is there (give mode 'overwrite' to replace it)"
-                } else {
-                    "objects that are not a Zarr store are there (give mode 'overwrite' to \
-                     replace them)"
-                };
-                return Err(target.error(what.into()));
+        match (exists, occupied, options.mode) {
+            (_, false, _) => {}
+            (false, true, _) => {
+                return Err(target.error(
+                    "objects that are not a Zarr store are there; they are not replaced (a \
+                     write that was killed leaves chunks without metadata: remove them)"
+                        .into(),
+                ));
             }
-            (true, WriteMode::Overwrite) => {
-                let nanos = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.subsec_nanos());
-                let parts: Vec<_> = root.parts().collect();
-                let name = root.filename().unwrap_or("store").to_string();
-                let hidden = format!(".{name}.{}-{nanos}.tmp", std::process::id());
-                let parent =
-                    Path::from_iter(parts.iter().take(parts.len().saturating_sub(1)).cloned());
-                target.root = parent.join(hidden.as_str());
+            (true, _, WriteMode::Error) => {
+                return Err(target
+                    .error("a Zarr store is there (give mode 'overwrite' to replace it)".into()));
+            }
+            (true, _, WriteMode::Overwrite) => {
+                target.root = beside(&root, "tmp");
                 target.staging = Staging::Beside { target: root };
             }
         }
@@ -158,6 +202,7 @@ impl Target {
             written: Mutex::new(Vec::new()),
             storage: options.storage.clone(),
             done: false,
+            in_flight: Arc::default(),
         })
     }
 
@@ -172,6 +217,7 @@ impl Target {
             written: Mutex::new(Vec::new()),
             storage: options.storage.clone(),
             done: false,
+            in_flight: Arc::default(),
         }
     }
 
@@ -198,6 +244,30 @@ impl Target {
 
     /// Writes the object `key` (relative to the store root).
     pub(crate) async fn put(&self, key: &str, bytes: Bytes) -> Result<()> {
+        if let Staging::Local(directory) = &self.staging {
+            // A file of the hidden directory, written on the blocking pool and counted until
+            // done (object_store's local put would go on writing after a cancel unseen).
+            let path = self.path(key)?;
+            let file = path
+                .parts()
+                .fold(directory.temp_path().to_path_buf(), |p, part| {
+                    p.join(part.as_ref())
+                });
+            let flight = InFlight::enter(&self.in_flight);
+            let written = tokio::task::spawn_blocking(move || {
+                let _flight = flight;
+                if let Some(parent) = file.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                std::fs::write(&file, &bytes)
+            })
+            .await;
+            return match written {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(self.error(format!("{key}: {e}"))),
+                Err(e) => Err(self.error(format!("{key}: {e}"))),
+            };
+        }
         let path = self.path(key)?;
         // Noted first: a put cut short may still have written it.
         if let Ok(mut written) = self.written.lock() {
@@ -222,6 +292,19 @@ impl Target {
 
     /// Reads the object `key` of the store written to (appends read the last chunk).
     pub(crate) async fn get(&self, key: &str) -> Result<Option<Bytes>> {
+        if let Staging::Local(directory) = &self.staging {
+            let path = self.path(key)?;
+            let file = path
+                .parts()
+                .fold(directory.temp_path().to_path_buf(), |p, part| {
+                    p.join(part.as_ref())
+                });
+            return match std::fs::read(&file) {
+                Ok(bytes) => Ok(Some(bytes.into())),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(self.error(format!("{key}: {e}"))),
+            };
+        }
         match self.store.get(&self.path(key)?).await {
             Ok(result) => Ok(Some(
                 result
@@ -254,23 +337,27 @@ impl Target {
     }
 
     /// Makes the written store the target's: moves or copies it into place, metadata last.
-    pub(crate) async fn commit(mut self) -> Result<()> {
+    pub(crate) async fn commit(&mut self) -> Result<()> {
         let staging = std::mem::replace(&mut self.staging, Staging::InPlace);
         match staging {
-            Staging::Local(directory) => {
-                // LocalFileSystem's put writes each file whole (a temporary file renamed).
-                directory.commit()?;
-            }
+            Staging::Local(directory) => directory.commit()?,
             Staging::Direct | Staging::InPlace => {}
-            Staging::Beside { target } => self.copy_over(&target).await?,
+            Staging::Beside { target } => {
+                let copied = self.copy_over(&target).await;
+                // The staged objects are removed by the abort that follows a failure.
+                self.staging = Staging::Beside { target };
+                copied?;
+            }
         }
         self.done = true;
         Ok(())
     }
 
-    /// Copies the staged store over `target`: its old metadata goes first (it stops being a
-    /// store), then the new chunks, the arrays' metadata, the root's, and last the old
-    /// objects the new store does not have.
+    /// Copies the staged store over `target`. Object stores have no rename, so the old store
+    /// is first copied aside (below a hidden `.old` prefix beside it); then its metadata goes
+    /// (it stops being a store), the new chunks come, the arrays' metadata, the root's, and
+    /// last the old objects the new store does not have. If that fails midway, the old store
+    /// is copied back; if even that fails, the error names where it is kept.
     async fn copy_over(&self, target: &Path) -> Result<()> {
         let old: Vec<Path> = self
             .store
@@ -280,24 +367,53 @@ impl Target {
             .await
             .map_err(|e| self.error(e.to_string()))?;
         let written = self.written.lock().map(|w| w.clone()).unwrap_or_default();
-        let relative = |path: &Path| -> Option<Vec<String>> {
-            path.prefix_match(&self.root)
-                .map(|parts| parts.map(|p| p.as_ref().to_string()).collect())
-        };
-        let mut moves: Vec<(Path, Path, bool, usize)> = Vec::new();
-        for from in &written {
-            let Some(parts) = relative(from) else {
-                continue;
-            };
-            let depth = parts.len();
-            let key = parts.join("/");
-            let to = parts
-                .iter()
-                .fold(target.clone(), |p, part| p.join(part.as_str()));
-            moves.push((from.clone(), to, is_metadata(&key), depth));
+        let moves = ordered_moves(&written, &self.root, target);
+        let aside = beside(target, "old");
+        let kept = ordered_moves(&old, target, &aside);
+        for (done, (from, to)) in kept.iter().enumerate() {
+            if let Err(e) = self.store.copy(from, to).await {
+                for (_, copy) in kept.iter().take(done) {
+                    let _ = self.store.delete(copy).await;
+                }
+                return Err(self.error(format!(
+                    "cannot copy the old store aside before replacing it ({e}); it is unchanged"
+                )));
+            }
         }
-        // Chunks first, then metadata from the deepest node up to the root.
-        moves.sort_by(|a, b| a.2.cmp(&b.2).then(b.3.cmp(&a.3)));
+        let restore: Vec<(Path, Path)> = kept.iter().map(|(a, b)| (b.clone(), a.clone())).collect();
+        match self.swap_in(target, &old, &moves).await {
+            Ok(()) => {
+                for (_, copy) in &kept {
+                    let _ = self.store.delete(copy).await;
+                }
+                for (from, _) in &moves {
+                    let _ = self.store.delete(from).await;
+                }
+                Ok(())
+            }
+            Err(e) => match self.swap_in(target, &[], &restore).await {
+                Ok(()) => {
+                    let old: std::collections::HashSet<&Path> = old.iter().collect();
+                    for (_, new) in moves.iter().filter(|(_, to)| !old.contains(to)) {
+                        let _ = self.store.delete(new).await;
+                    }
+                    for (_, copy) in &kept {
+                        let _ = self.store.delete(copy).await;
+                    }
+                    Err(self.error(format!("{e}; the store that was there is restored")))
+                }
+                Err(again) => Err(self.error(format!(
+                    "{e}; putting the old store back failed too ({again}): it is kept whole at \
+                     {aside}"
+                ))),
+            },
+        }
+    }
+
+    /// Replaces the store at `target` by copying `moves` (chunks first, metadata from the
+    /// deepest node up), after removing its root metadata; then removes the objects of `old`
+    /// that no move wrote.
+    async fn swap_in(&self, target: &Path, old: &[Path], moves: &[(Path, Path)]) -> Result<()> {
         for key in METADATA_KEYS {
             let path = target.clone().join(key);
             match self.store.delete(&path).await {
@@ -305,18 +421,15 @@ impl Target {
                 Err(e) => return Err(self.error(format!("{key}: {e}"))),
             }
         }
-        for (from, to, _, _) in &moves {
+        for (from, to) in moves {
             self.store
                 .copy(from, to)
                 .await
                 .map_err(|e| self.error(format!("{to}: {e}")))?;
         }
-        let kept: std::collections::HashSet<&Path> = moves.iter().map(|m| &m.1).collect();
-        for path in old.iter().filter(|p| !kept.contains(p)) {
+        let written: std::collections::HashSet<&Path> = moves.iter().map(|m| &m.1).collect();
+        for path in old.iter().filter(|p| !written.contains(p)) {
             let _ = self.store.delete(path).await;
-        }
-        for (from, _, _, _) in &moves {
-            let _ = self.store.delete(from).await;
         }
         Ok(())
     }
@@ -341,9 +454,18 @@ impl Target {
 
 impl Drop for Target {
     /// A write dropped unfinished (cancelled) removes its remote objects in the background,
-    /// best effort; a local one's directory goes with its [`AtomicDirectory`].
+    /// best effort; a local one's directory goes with its [`AtomicDirectory`], once the
+    /// files being written are done (at most 10 s).
     fn drop(&mut self) {
-        if self.done || matches!(self.staging, Staging::Local(_)) {
+        if let Staging::Local(_) = self.staging {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while self.in_flight.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline
+            {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            return;
+        }
+        if self.done {
             return;
         }
         let written = self

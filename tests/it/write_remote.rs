@@ -551,13 +551,6 @@ macro_rules! per_scheme {
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            #[ignore = "bug: target.rs Target::create lets mode 'overwrite' replace a remote \
-                        prefix that holds objects but no Zarr store (the error without mode \
-                        even says 'give mode 'overwrite' to replace them'), and copy_over then \
-                        deletes every old object (data/notes.txt, data/part-0.parquet), \
-                        against docs/writing.md ('A directory or prefix that holds something \
-                        other than a Zarr store is never replaced') and local paths, which \
-                        are refused whatever the mode"]
             async fn a_prefix_that_is_not_a_store_is_never_replaced() {
                 super::a_prefix_that_is_not_a_store_is_never_replaced(stringify!($scheme)).await;
             }
@@ -837,10 +830,6 @@ async fn refuse_puts_while_committing(
 /// A copy over the old store refused (the first one, or one midway): the COPY fails, and the
 /// old store must still be there as it was.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: target.rs copy_over deletes the old store's zarr.json before copying and \
-            neither restores it nor undoes the copies when a copy fails: a failed commit of \
-            mode 'overwrite' leaves the old remote store unreadable ('no Zarr node here'), its \
-            chunks partly replaced by the new store's, and the error does not say so"]
 async fn a_failed_commit_of_an_overwrite_keeps_the_old_store() {
     for (test, copies_allowed) in [("commit_first", 0), ("commit_midway", 7)] {
         let place = Place::new("s3", test);
@@ -862,10 +851,6 @@ async fn a_failed_commit_of_an_overwrite_keeps_the_old_store() {
 /// staging does (`abort`): a process that ends on the error (zarr-sql -c, a script) must not
 /// leave the hidden prefix behind; nothing removes remote orphans later.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: target.rs commit() returns copy_over's error without aborting: the staged \
-            objects (.<name>.<pid>-<nanos>.tmp/…) are deleted only by a task Target's Drop \
-            spawns, after the error was returned; a process that exits on the error (zarr-sql \
-            -c, whose runtime is dropped at once) leaves them behind for good"]
 async fn a_failed_commit_removes_its_staging_objects_before_returning() {
     let place = Place::new("s3", "commit_cleanup");
     let (e, as_returned, settled, _) = refuse_puts_while_committing(&place, 0).await;

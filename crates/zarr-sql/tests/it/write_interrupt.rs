@@ -199,11 +199,6 @@ fn what_a_killed_copy_leaves_the_next_copy_removes() {
 /// Ctrl-C while chunks are being written (the moment the first one lands in the staging
 /// directory), many times over: never a staging directory left.
 #[test]
-#[ignore = "bug: Ctrl-C while chunks are in flight can leave .out.zarr.<pid>-<n>.tmp/ with \
-            chunk files (about 1 interrupt in 10 here): the staging directory is removed \
-            (AtomicDirectory's Drop, remove_dir_all, error ignored) while LocalFileSystem puts \
-            still run on the blocking pool, which recreate its parent directories or make \
-            remove_dir_all fail; only the next write to the same target removes it"]
 fn ctrl_c_while_chunks_are_written_never_leaves_a_staging_directory() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("out.zarr");
