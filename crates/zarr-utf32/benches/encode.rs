@@ -38,84 +38,16 @@ use criterion::{BenchmarkId, Criterion, Throughput};
 use zarr_utf32::encode::{kernel_path, utf8_to_utf32_scalar};
 use zarr_utf32::{ByteOrder, Overflow, utf8_to_utf32};
 
-const WIDTH: usize = 64;
-const UNITS: usize = WIDTH / 4;
+#[path = "common/inputs.rs"]
+mod inputs;
 
-/// xorshift64, so the inputs are the same on every run (and those of `benches/kernel.rs`).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-fn ascii(rng: &mut Rng) -> char {
-    char::from(0x20 + rng.below(0x5F) as u8)
-}
-
-const ACCENTED: [char; 12] = ['é', 'è', 'ê', 'à', 'ç', 'ü', 'ö', 'ä', 'ñ', 'ø', 'å', 'í'];
-
-/// `n` strings of `len(rng)` characters `unit(rng)`: the draws of `benches/kernel.rs`, so the
-/// same strings come out.
-fn build(
-    n: usize,
-    rng: &mut Rng,
-    mut len: impl FnMut(&mut Rng) -> usize,
-    mut unit: impl FnMut(&mut Rng) -> char,
-) -> StringArray {
-    let mut strings = Vec::with_capacity(n);
-    for _ in 0..n {
-        let l = len(rng);
-        strings.push((0..l.min(UNITS)).map(|_| unit(rng)).collect::<String>());
-    }
-    StringArray::from(strings)
-}
+use inputs::{UNITS, WIDTH};
 
 fn inputs(n: usize) -> Vec<(&'static str, StringArray)> {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let short = |r: &mut Rng| 1 + r.below(UNITS as u64) as usize;
-    let cjk = |r: &mut Rng| char::from_u32(0x4E00 + r.below(0x5200) as u32).unwrap_or('?');
-    vec![
-        ("ascii", build(n, &mut rng, short, ascii)),
-        (
-            "mostly_ascii",
-            build(n, &mut rng, short, |r| {
-                if r.below(20) == 0 {
-                    ACCENTED[r.below(ACCENTED.len() as u64) as usize]
-                } else {
-                    ascii(r)
-                }
-            }),
-        ),
-        ("cjk", build(n, &mut rng, short, cjk)),
-        (
-            "emoji",
-            build(n, &mut rng, short, |r| {
-                if r.below(10) < 7 {
-                    char::from_u32(0x1F300 + r.below(0x300) as u32).unwrap_or('?')
-                } else {
-                    ascii(r)
-                }
-            }),
-        ),
-        (
-            "empty_or_full",
-            build(
-                n,
-                &mut rng,
-                |r| if r.below(2) == 0 { 0 } else { UNITS },
-                ascii,
-            ),
-        ),
-    ]
+    inputs::strings(n)
+        .into_iter()
+        .map(|(name, strings)| (name, StringArray::from(strings)))
+        .collect()
 }
 
 /// What a straightforward writer does: `chars()` per element, then the padding.

@@ -32,87 +32,25 @@ use arrow_array::builder::StringBuilder;
 use criterion::{BenchmarkId, Criterion, Throughput};
 use zarr_utf32::{InvalidUtf32, kernel_path, to_utf8, to_utf8_scalar, to_utf8_view};
 
-const WIDTH: usize = 64;
-const UNITS: usize = WIDTH / 4;
+#[path = "common/inputs.rs"]
+mod inputs;
 
-/// xorshift64, so the inputs are the same on every run.
-struct Rng(u64);
+use inputs::{UNITS, WIDTH};
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-fn ascii(rng: &mut Rng) -> u32 {
-    0x20 + rng.below(0x5F) as u32
-}
-
-const ACCENTED: [char; 12] = ['é', 'è', 'ê', 'à', 'ç', 'ü', 'ö', 'ä', 'ñ', 'ø', 'å', 'í'];
-
-/// `n` elements of native-endian code units, each `len(rng)` units of `unit(rng)`, padded.
-fn build(
-    n: usize,
-    rng: &mut Rng,
-    mut len: impl FnMut(&mut Rng) -> usize,
-    mut unit: impl FnMut(&mut Rng) -> u32,
-) -> Vec<u32> {
-    let mut out = Vec::with_capacity(n * UNITS);
-    for _ in 0..n {
-        let l = len(rng);
-        for k in 0..UNITS {
-            out.push(if k < l { unit(rng) } else { 0 });
-        }
-    }
-    out
-}
-
+/// The inputs as native-endian code units, each element padded to [`UNITS`].
 fn inputs(n: usize) -> Vec<(&'static str, Vec<u32>)> {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let short = |r: &mut Rng| 1 + r.below(UNITS as u64) as usize;
-    vec![
-        ("ascii", build(n, &mut rng, short, ascii)),
-        (
-            "mostly_ascii",
-            build(n, &mut rng, short, |r| {
-                if r.below(20) == 0 {
-                    ACCENTED[r.below(ACCENTED.len() as u64) as usize] as u32
-                } else {
-                    ascii(r)
-                }
-            }),
-        ),
-        (
-            "cjk",
-            build(n, &mut rng, short, |r| 0x4E00 + r.below(0x5200) as u32),
-        ),
-        (
-            "emoji",
-            build(n, &mut rng, short, |r| {
-                if r.below(10) < 7 {
-                    0x1F300 + r.below(0x300) as u32
-                } else {
-                    ascii(r)
-                }
-            }),
-        ),
-        (
-            "empty_or_full",
-            build(
-                n,
-                &mut rng,
-                |r| if r.below(2) == 0 { 0 } else { UNITS },
-                ascii,
-            ),
-        ),
-    ]
+    inputs::strings(n)
+        .into_iter()
+        .map(|(name, strings)| {
+            let mut units = Vec::with_capacity(n * UNITS);
+            for s in &strings {
+                let start = units.len();
+                units.extend(s.chars().map(u32::from));
+                units.resize(start + UNITS, 0);
+            }
+            (name, units)
+        })
+        .collect()
 }
 
 /// What a straightforward reader does: one `String` per element, one append per element.
