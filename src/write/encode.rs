@@ -158,8 +158,7 @@ impl ChunkEncoder {
     /// Encodes a chunk of fixed-size elements (`bytes` holds at most a whole chunk; the rest
     /// is padded with zeros).
     pub(crate) fn encode_fixed(&self, mut bytes: Vec<u8>, element_size: u64) -> Result<Vec<u8>> {
-        let full = usize::try_from(self.elements().saturating_mul(element_size))
-            .map_err(|_| self.error("a chunk larger than memory"))?;
+        let full = chunk_bytes(&self.name, self.elements(), element_size)?;
         bytes.resize(full, 0);
         self.encode(ArrayBytes::new_flen(bytes))
     }
@@ -191,6 +190,24 @@ impl ChunkEncoder {
         let fixed = decoded.into_fixed().map_err(|e| self.error(e))?;
         Ok(fixed.into_owned())
     }
+}
+
+/// The largest chunk the writer makes, decoded: the reader's default `max_chunk_bytes`, so
+/// what is written can be read back with the default limits.
+pub(crate) const MAX_CHUNK_BYTES: u64 = 1 << 30;
+
+/// The bytes of a chunk of `elements` elements of `element_size` bytes, or the error naming
+/// the options that make it larger than [`MAX_CHUNK_BYTES`].
+pub(crate) fn chunk_bytes(array: &str, elements: u64, element_size: u64) -> Result<usize> {
+    let bytes = elements.saturating_mul(element_size);
+    if bytes > MAX_CHUNK_BYTES {
+        return Err(ZarrError::Option(format!(
+            "array {array}: a chunk of {elements} elements of {element_size} bytes is {bytes} \
+             bytes, more than the 1 GiB a chunk may hold (readers refuse larger ones by \
+             default): lower chunk_rows, shard_rows or chunks"
+        )));
+    }
+    usize::try_from(bytes).map_err(|_| ZarrError::internal("a chunk's size"))
 }
 
 /// Chunks encoded on the blocking pool and written as they finish, at most `limit` at once.

@@ -29,7 +29,7 @@ use super::arrays::{
     group_documents,
 };
 use super::elements::{append_fixed, append_utf32, longest_string, prepared, row_error};
-use super::encode::{ChunkEncoder, Pipeline};
+use super::encode::{ChunkEncoder, Pipeline, chunk_bytes};
 use super::options::{TARGET_CHUNK_BYTES, WriteOptions};
 use super::table_writer::{finish, put_json};
 use super::target::Target;
@@ -337,6 +337,8 @@ async fn write_grid_with(
         true => default_chunks(&shape, widest),
         false => options.chunks.clone(),
     };
+    let cells_per_chunk = chunks.iter().fold(1u64, |acc, &n| acc.saturating_mul(n));
+    chunk_bytes("the N-D layout's arrays", cells_per_chunk, widest)?;
     let dimensions = options.dimensions.clone();
     let array_shape = ArrayShape {
         shape: shape.clone(),

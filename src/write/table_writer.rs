@@ -27,7 +27,7 @@ use super::arrays::{
 use super::elements::{
     append_fixed, append_utf32, append_vlen, longest_string, longest_string_checked, prepared,
 };
-use super::encode::{ChunkEncoder, Pipeline};
+use super::encode::{ChunkEncoder, Pipeline, chunk_bytes};
 use super::options::{TARGET_CHUNK_BYTES, WriteOptions};
 use super::target::Target;
 use crate::error::{Result, ZarrError};
@@ -174,10 +174,11 @@ async fn write_table_with(
                     .zip(&arrays)
                     .map(|(c, a)| c.element_estimate(a, rows))
                     .collect::<Result<Vec<_>>>()?;
-                *units.insert(Units::choose(
-                    options,
-                    widest.into_iter().max().unwrap_or(1),
-                ))
+                let widest = widest.into_iter().max().unwrap_or(1);
+                let chosen = Units::choose(options, widest);
+                // Held to the largest chunk before any row is buffered.
+                chunk_bytes("the table's arrays", chosen.rows, widest)?;
+                *units.insert(chosen)
             }
         };
         for (column, array) in columns.iter_mut().zip(&arrays) {

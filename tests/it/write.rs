@@ -410,3 +410,29 @@ async fn the_nd_layout_reads_back_as_the_rows_it_was_written_from() {
     assert!(e.contains("a second row for the cell (a)"), "{e}");
     assert!(!dir.path().join("twice.zarr").exists());
 }
+
+/// A chunk shape past 1 GiB (what readers refuse by default) is an error naming the options,
+/// before any row is buffered; nothing is written.
+#[tokio::test]
+async fn chunks_larger_than_a_reader_takes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (options, store) in [
+        ("'chunk_rows' '1000000000'", "rows.zarr"),
+        ("'dimensions' 'a,b', 'chunks' '100000,100000'", "grid.zarr"),
+    ] {
+        let store = dir.path().join(store);
+        let e = query(
+            &context(),
+            &format!(
+                "COPY (SELECT v AS a, v AS b, v * 1.5 AS x FROM generate_series(0, 9) t(v)) TO \
+                 '{}' STORED AS ZARR OPTIONS ({options})",
+                store.display()
+            ),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("more than the 1 GiB a chunk may hold"), "{e}");
+        assert!(!store.exists());
+    }
+}
