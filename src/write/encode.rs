@@ -110,6 +110,16 @@ impl ChunkEncoder {
     /// Decodes a chunk of variable-length elements: the bytes, and the offsets (with the
     /// leading 0).
     pub(crate) fn decode_vlen(&self, encoded: &[u8]) -> Result<(Vec<u8>, Vec<usize>)> {
+        let decoded = self.decode(encoded)?;
+        let (bytes, offsets) = decoded
+            .into_variable()
+            .map_err(|e| self.error(e))?
+            .into_parts();
+        Ok((bytes.to_vec(), offsets.to_vec()))
+    }
+
+    /// Decodes a chunk this encoder's codecs wrote.
+    fn decode(&self, encoded: &[u8]) -> Result<ArrayBytes<'static>> {
         let array = &self.array;
         let decoded = array
             .codecs()
@@ -121,11 +131,7 @@ impl ChunkEncoder {
                 &CodecOptions::default(),
             )
             .map_err(|e| self.error(e))?;
-        let (bytes, offsets) = decoded
-            .into_variable()
-            .map_err(|e| self.error(e))?
-            .into_parts();
-        Ok((bytes.to_vec(), offsets.to_vec()))
+        Ok(decoded.into_owned())
     }
 
     fn error(&self, e: impl std::fmt::Display) -> ZarrError {
@@ -176,17 +182,7 @@ impl ChunkEncoder {
 
     /// Decodes a chunk of fixed-size elements this encoder wrote.
     pub(crate) fn decode_fixed(&self, encoded: &[u8]) -> Result<Vec<u8>> {
-        let array = &self.array;
-        let decoded = array
-            .codecs()
-            .decode(
-                encoded.to_vec().into(),
-                &self.shape,
-                array.data_type(),
-                array.fill_value(),
-                &CodecOptions::default(),
-            )
-            .map_err(|e| self.error(e))?;
+        let decoded = self.decode(encoded)?;
         let fixed = decoded.into_fixed().map_err(|e| self.error(e))?;
         Ok(fixed.into_owned())
     }
