@@ -85,6 +85,15 @@ pub enum ZarrError {
         message: String,
     },
 
+    /// An Icechunk repository cannot be opened, or has no version the options name.
+    #[error("Icechunk repository {repository}: {message}")]
+    Repository {
+        /// The repository's URL (without credentials).
+        repository: String,
+        /// What is wrong, naming the branch, tag, snapshot, key or file.
+        message: String,
+    },
+
     /// A row of a query cannot be written (a NULL the type cannot hold, a string too long).
     #[error("column {column}, row {row}: {message}")]
     Row {

@@ -66,25 +66,33 @@ pub struct ReadZarrFunction;
 
 impl TableFunctionImpl for ReadZarrFunction {
     fn call_with_args(&self, args: TableFunctionArgs) -> DFResult<Arc<dyn TableProvider>> {
-        let mut strings = Vec::new();
-        for (i, expr) in args.exprs().iter().enumerate() {
-            match expr {
-                Expr::Literal(ScalarValue::Utf8(Some(s)), _)
-                | Expr::Literal(ScalarValue::LargeUtf8(Some(s)), _)
-                | Expr::Literal(ScalarValue::Utf8View(Some(s)), _) => strings.push(s.clone()),
-                other => {
-                    return plan_err!(
-                        "read_zarr argument {} must be a string literal, got {other}; usage: read_zarr('location' [, 'path' [, 'option', 'value', ...]])",
-                        i + 1
-                    );
-                }
-            }
-        }
+        let strings = string_arguments(
+            args.exprs(),
+            "read_zarr('location' [, 'path' [, 'option', 'value', ...]])",
+        )?;
         let (location, options) = Self::arguments(&strings)?;
         let runtime = args.session().runtime_env().clone();
         let table = open_blocking(runtime, location, options)?;
         Ok(Arc::new(table))
     }
+}
+
+/// A table function's arguments, each a string literal (`usage` shows the call).
+pub(crate) fn string_arguments(exprs: &[Expr], usage: &str) -> DFResult<Vec<String>> {
+    let name = usage.split('(').next().unwrap_or(usage);
+    exprs
+        .iter()
+        .enumerate()
+        .map(|(i, expr)| match expr {
+            Expr::Literal(ScalarValue::Utf8(Some(s)), _)
+            | Expr::Literal(ScalarValue::LargeUtf8(Some(s)), _)
+            | Expr::Literal(ScalarValue::Utf8View(Some(s)), _) => Ok(s.clone()),
+            other => plan_err!(
+                "{name} argument {} must be a string literal, got {other}; usage: {usage}",
+                i + 1
+            ),
+        })
+        .collect()
 }
 
 impl ReadZarrFunction {
@@ -124,6 +132,19 @@ pub(crate) fn open_blocking(
     location: String,
     options: ZarrOptions,
 ) -> Result<ZarrTable, ZarrError> {
+    run_blocking("loading metadata", || async move {
+        ZarrTable::open(&runtime, &location, options).await
+    })
+}
+
+/// Runs the future `work` makes to completion on a thread of its own with a small runtime (see
+/// [`open_blocking`]); `doing` names it in the error of a thread that panicked.
+pub(crate) fn run_blocking<T, F, W>(doing: &str, work: W) -> Result<T, ZarrError>
+where
+    T: Send,
+    F: std::future::Future<Output = Result<T, ZarrError>>,
+    W: FnOnce() -> F + Send,
+{
     std::thread::scope(|scope| {
         scope
             .spawn(|| {
@@ -131,13 +152,13 @@ pub(crate) fn open_blocking(
                     .enable_all()
                     .build()
                     .map_err(|e| ZarrError::internal(format!("starting a runtime: {e}")))?;
-                rt.block_on(ZarrTable::open(&runtime, &location, options))
+                rt.block_on(work())
             })
             .join()
             .unwrap_or_else(|_| {
-                Err(ZarrError::internal(
-                    "loading metadata (the thread panicked)",
-                ))
+                Err(ZarrError::internal(format!(
+                    "{doing} (the thread panicked)"
+                )))
             })
     })
 }

@@ -30,6 +30,8 @@ use crate::table::{ColumnSource, TableModel};
 /// ```
 pub async fn inspect(runtime: &RuntimeEnv, location: &str, options: &ZarrOptions) -> Result<Value> {
     let store = ZarrStore::open(runtime, location, &options.storage)?;
+    let (store, options) = crate::icechunk::checkout(store, options.clone()).await?;
+    let options = &options;
     let root = open_node(&store, &options.path, &Limits::of(options), None).await?;
     let mut tree = describe(&store, root, options).await?;
     tree["store"] = json!(store.display_location());

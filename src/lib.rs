@@ -44,6 +44,7 @@ pub mod export;
 mod factory;
 #[doc(hidden)]
 pub mod fuzzing;
+mod icechunk;
 mod inspect;
 mod limits;
 mod node;
@@ -67,6 +68,8 @@ use datafusion::prelude::SessionContext;
 
 pub use error::{Result, ZarrError, error_message};
 pub use factory::{ReadZarrFunction, ZarrTableFactory};
+#[cfg(feature = "icechunk")]
+pub use icechunk::{IcechunkRefsFunction, IcechunkSnapshotsFunction};
 pub use inspect::inspect;
 pub use object_stores::{STORAGE_PREFIXES, StorageOptions, supported_schemes};
 pub use optimizer::{OrderedZarrScan, in_unit_order};
@@ -107,4 +110,9 @@ pub fn register(ctx: &SessionContext) {
         }
     }
     ctx.register_udtf("read_zarr", Arc::new(ReadZarrFunction));
+    #[cfg(feature = "icechunk")]
+    {
+        ctx.register_udtf("icechunk_snapshots", Arc::new(IcechunkSnapshotsFunction));
+        ctx.register_udtf("icechunk_refs", Arc::new(IcechunkRefsFunction));
+    }
 }

@@ -168,6 +168,12 @@ impl OptionValue for String {
     }
 }
 
+impl OptionValue for Option<String> {
+    fn render(&self) -> Option<String> {
+        self.clone()
+    }
+}
+
 impl OptionValue for bool {
     fn render(&self) -> Option<String> {
         Some(self.to_string())
@@ -275,6 +281,27 @@ zarr_options! {
             parse parse_io_concurrency,
             values "1 to 4096, default 64",
             meaning "chunk fetches each partition keeps in flight ahead of decoding (what hides a remote store's latency; at most 256 MiB of declared chunk bytes per partition)";
+        /// Icechunk: the branch whose tip is read (`main` when no version is named), or whose
+        /// history `as_of` searches.
+        branch: Option<String> = None,
+            parse parse_version_name,
+            values "a branch name (default `main`)",
+            meaning "Icechunk repositories: read the tip of this branch; with `as_of`, the branch whose history is searched (see [Icechunk](docs/icechunk.md))";
+        /// Icechunk: the tag whose snapshot is read.
+        tag: Option<String> = None,
+            parse parse_version_name,
+            values "a tag name",
+            meaning "Icechunk repositories: read the snapshot this tag names";
+        /// Icechunk: the snapshot read, by its id.
+        snapshot: Option<String> = None,
+            parse parse_snapshot_id,
+            values "a snapshot id (20 characters)",
+            meaning "Icechunk repositories: read this snapshot; a table opened by branch, tag or time names the snapshot it read here, in its `location()` and in `EXPLAIN`";
+        /// Icechunk: a time; the branch's newest snapshot written at or before it is read.
+        as_of: Option<String> = None,
+            parse parse_as_of,
+            values "a timestamp (`2026-12-01T12:00:00Z`, `2026-12-01 12:00:00`, `2026-12-01`; UTC unless it names an offset)",
+            meaning "Icechunk repositories: read the branch's (`branch`, default `main`) newest snapshot written at or before this time";
     }
 }
 
@@ -344,6 +371,50 @@ fn parse_string_type(_key: &str, value: &str) -> Result<StringType> {
 
 fn parse_invalid_utf32_option(_key: &str, value: &str) -> Result<InvalidUtf32> {
     parse_invalid_utf32(value)
+}
+
+/// A branch or tag name: not empty, no `/` (Icechunk stores each under `refs/branch.<name>`).
+fn parse_version_name(key: &str, value: &str) -> Result<Option<String>> {
+    let name = value.trim();
+    if name.is_empty() || name.contains('/') || name.chars().any(char::is_control) {
+        return Err(ZarrError::Option(format!(
+            "{key} '{value}' is not a {key} name (it is empty, or holds '/' or a control character)"
+        )));
+    }
+    Ok(Some(name.to_string()))
+}
+
+/// An Icechunk snapshot id: 12 bytes written as 20 characters of Crockford's base32.
+fn parse_snapshot_id(key: &str, value: &str) -> Result<Option<String>> {
+    let id = value.trim().to_ascii_uppercase();
+    let base32 = |c: char| c.is_ascii_digit() || (c.is_ascii_uppercase() && !"ILOU".contains(c));
+    if id.len() != 20 || !id.chars().all(base32) {
+        return Err(ZarrError::Option(format!(
+            "{key} '{value}' is not an Icechunk snapshot id (20 characters of Crockford's base32, \
+             as `icechunk_snapshots` lists them)"
+        )));
+    }
+    Ok(Some(id))
+}
+
+fn parse_as_of(key: &str, value: &str) -> Result<Option<String>> {
+    parse_timestamp(value).map_err(|e| ZarrError::Option(format!("{key}: {e}")))?;
+    Ok(Some(value.trim().to_string()))
+}
+
+/// The instant `as_of` names: an RFC 3339 or SQL timestamp (UTC unless it names an offset) or
+/// a date (its midnight, UTC), as DataFusion reads a timestamp literal (arrow's parser).
+pub(crate) fn parse_timestamp(value: &str) -> Result<chrono::DateTime<chrono::Utc>> {
+    let text = value.trim();
+    if let Ok(date) = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        return Ok(date.and_time(chrono::NaiveTime::MIN).and_utc());
+    }
+    arrow::compute::kernels::cast_utils::string_to_datetime(&chrono::Utc, text).map_err(|e| {
+        ZarrError::Option(format!(
+            "'{value}' is not a timestamp (`2026-12-01T12:00:00Z`, `2026-12-01 12:00:00` or \
+             `2026-12-01`): {e}"
+        ))
+    })
 }
 
 fn parse_arrays(_key: &str, value: &str) -> Result<Option<Vec<String>>> {

@@ -66,6 +66,7 @@ impl ZarrTable {
     /// whose object store is registered in `runtime`).
     pub async fn open(runtime: &RuntimeEnv, location: &str, options: ZarrOptions) -> Result<Self> {
         let store = ZarrStore::open(runtime, location, &options.storage)?;
+        let (store, options) = crate::icechunk::checkout(store, options).await?;
         let node = open_node(
             &store,
             &options.path,

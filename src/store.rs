@@ -112,6 +112,12 @@ impl ZarrStore {
         (&self.store, &self.root)
     }
 
+    /// `text` (an error of a library that reads this store) cleared of the store's credentials.
+    #[cfg(feature = "icechunk")]
+    pub(crate) fn redact(&self, text: &str) -> String {
+        redact_text(text, &self.storage)
+    }
+
     /// The store's URL, as shown in errors, plans and file metadata (without credentials).
     pub(crate) fn display_location(&self) -> &str {
         &self.shown
@@ -226,6 +232,46 @@ impl ZarrStore {
             });
         }
         Ok(Some(Bytes::from(bytes)))
+    }
+
+    /// The first `bytes` bytes of the object at `key`, or `None` when there is no such object
+    /// or it cannot be read (a directory, a refusal): a probe of the store's layout, whose
+    /// failure leaves the store to be read as a plain one (and fail there with its own error).
+    pub(crate) async fn probe(&self, key: &str, bytes: u64) -> Option<Bytes> {
+        let path = self.key_path(key).ok()?;
+        let options = GetOptions::default().with_range(Some(GetRange::Bounded(0..bytes)));
+        let result = self.store.get_opts(&path, options).await.ok()?;
+        if result.range.end.saturating_sub(result.range.start) > bytes {
+            return None;
+        }
+        result.bytes().await.ok()
+    }
+
+    /// Whether the object at `key` exists (as [`Self::probe`], a failure is `false`).
+    pub(crate) async fn probe_exists(&self, key: &str) -> bool {
+        match self.key_path(key) {
+            Ok(path) => self.store.head(&path).await.is_ok(),
+            Err(_) => false,
+        }
+    }
+
+    /// The same location read through `store` at `root` (an Icechunk snapshot's keys), shown
+    /// as `shown`.
+    #[cfg(feature = "icechunk")]
+    pub(crate) fn with_object_store(
+        &self,
+        store: Arc<dyn ObjectStore>,
+        root: Path,
+        shown: String,
+    ) -> Self {
+        Self {
+            store,
+            root,
+            url: self.url.clone(),
+            shown,
+            storage: self.storage.clone(),
+            local: false,
+        }
     }
 
     /// Reads `range` of the object at `key`: the bytes and the object's whole size, or `None`

@@ -1,0 +1,171 @@
+//! Opens a repository through the session's object store and checks out the snapshot a table
+//! reads: the version the options name, resolved once to a snapshot id.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use icechunk::Repository;
+use icechunk::format::SnapshotId;
+use icechunk::repository::{RepositoryError, VersionInfo};
+use object_store::path::Path;
+use tokio::sync::RwLock;
+
+use super::Version;
+use super::snapshot_store::{SnapshotStore, into_object_store};
+use super::storage::ObjectStoreStorage;
+use crate::error::{Result, ZarrError};
+use crate::limits::Limits;
+use crate::options::{ZarrOptions, parse_timestamp};
+use crate::store::ZarrStore;
+
+/// The newest spec version icechunk 2.1.0 reads.
+const NEWEST_SPEC_VERSION: u8 = 2;
+
+/// A repository opened for reading, with the store it lives in (for its errors).
+pub(super) struct OpenRepository {
+    pub(super) repository: Repository,
+    pub(super) store: ZarrStore,
+}
+
+impl OpenRepository {
+    /// An error about this repository.
+    pub(super) fn error(&self, message: impl Into<String>) -> ZarrError {
+        repository_error(&self.store, message)
+    }
+
+    /// An error of icechunk's about this repository, cleared of the store's credentials:
+    /// its kind only (icechunk's `Display` appends a span trace).
+    pub(super) fn icechunk_error(&self, doing: &str, e: &RepositoryError) -> ZarrError {
+        let text = self.store.redact(&e.kind.to_string());
+        self.error(format!("{doing}: {text}"))
+    }
+
+    /// The snapshot `version` names, with a list of what exists when it names nothing.
+    pub(super) async fn resolve(&self, version: &Version) -> Result<SnapshotId> {
+        let info = match version {
+            Version::Branch(name) => VersionInfo::BranchTipRef(name.clone()),
+            Version::Tag(name) => VersionInfo::TagRef(name.clone()),
+            Version::Snapshot(id) => VersionInfo::SnapshotId(
+                SnapshotId::try_from(id.as_str())
+                    .map_err(|e| self.error(format!("snapshot id {id}: {e}")))?,
+            ),
+            Version::AsOf { branch, at } => VersionInfo::AsOf {
+                branch: branch.clone(),
+                at: parse_timestamp(at)?,
+            },
+        };
+        let resolved = match self.repository.resolve_version(&info).await {
+            Ok(id) => id,
+            Err(e) => {
+                let known = self.known_names(version).await;
+                return Err(self.icechunk_error(&format!("{version}{known}"), &e));
+            }
+        };
+        if let Version::Snapshot(_) = version {
+            // resolve_version takes an id as it is: check that the repository holds it.
+            self.repository
+                .lookup_snapshot(&resolved)
+                .await
+                .map_err(|e| self.icechunk_error(&format!("{version}"), &e))?;
+        }
+        Ok(resolved)
+    }
+
+    /// " (branches: a, b)" or " (tags: …)" for a branch or tag that was not found.
+    async fn known_names(&self, version: &Version) -> String {
+        let (what, names) = match version {
+            Version::Branch(_) | Version::AsOf { .. } => {
+                ("branches", self.repository.list_branches().await)
+            }
+            Version::Tag(_) => ("tags", self.repository.list_tags().await),
+            Version::Snapshot(_) => return String::new(),
+        };
+        match names {
+            Ok(names) => format!(
+                " (its {what}: {})",
+                names.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+            Err(_) => String::new(),
+        }
+    }
+}
+
+pub(super) fn repository_error(store: &ZarrStore, message: impl Into<String>) -> ZarrError {
+    ZarrError::Repository {
+        repository: store.display_location().to_string(),
+        message: message.into(),
+    }
+}
+
+/// Opens the repository at `store`'s root, read through the store's own object store.
+pub(super) async fn open(
+    store: &ZarrStore,
+    spec_version: u8,
+    options: &ZarrOptions,
+) -> Result<OpenRepository> {
+    if spec_version > NEWEST_SPEC_VERSION || spec_version == 0 {
+        return Err(repository_error(
+            store,
+            format!(
+                "its spec version is {spec_version}; this build reads spec versions 1 to \
+                 {NEWEST_SPEC_VERSION} (icechunk 2.1)"
+            ),
+        ));
+    }
+    let limits = Limits::of(options);
+    let (objects, root) = store.parts();
+    let storage = ObjectStoreStorage::new(
+        Arc::clone(objects),
+        root.clone(),
+        limits.metadata.bytes,
+        limits.chunk.bytes,
+    );
+    // No virtual chunk container is authorised: a chunk that refers to a file outside the
+    // repository is an error naming the chunk and its container (docs/icechunk.md).
+    let repository = Repository::open(None, Arc::new(storage), HashMap::new())
+        .await
+        .map_err(|e| {
+            repository_error(
+                store,
+                format!("cannot open it: {}", store.redact(&e.kind.to_string())),
+            )
+        })?;
+    Ok(OpenRepository {
+        repository,
+        store: store.clone(),
+    })
+}
+
+/// The snapshot `version` (default: the tip of `main`) of the repository at `store`, as a store
+/// of its Zarr keys; the options then name that snapshot.
+pub(super) async fn checkout(
+    store: ZarrStore,
+    mut options: ZarrOptions,
+    version: Option<Version>,
+    spec_version: u8,
+) -> Result<(ZarrStore, ZarrOptions)> {
+    let repository = open(&store, spec_version, &options).await?;
+    let version = version.unwrap_or_else(|| Version::Branch("main".into()));
+    let snapshot = repository.resolve(&version).await?;
+    let info = repository
+        .repository
+        .lookup_snapshot(&snapshot)
+        .await
+        .map_err(|e| repository.icechunk_error(&format!("snapshot {snapshot}"), &e))?;
+    let session = repository
+        .repository
+        .readonly_session(&VersionInfo::SnapshotId(snapshot.clone()))
+        .await
+        .map_err(|e| repository.icechunk_error(&format!("reading snapshot {snapshot}"), &e))?;
+    let keys = icechunk::Store::from_session(Arc::new(RwLock::new(session))).await;
+    let id = snapshot.to_string();
+    let adapter = SnapshotStore::new(keys, id.clone(), info.flushed_at);
+    let shown = format!("{}@{id}", store.display_location());
+    options.branch = None;
+    options.tag = None;
+    options.as_of = None;
+    options.snapshot = Some(id);
+    let snapshot_store =
+        store.with_object_store(into_object_store(adapter), Path::default(), shown);
+    Ok((snapshot_store, options))
+}
