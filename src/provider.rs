@@ -66,14 +66,23 @@ impl ZarrTable {
     /// whose object store is registered in `runtime`).
     pub async fn open(runtime: &RuntimeEnv, location: &str, options: ZarrOptions) -> Result<Self> {
         let store = ZarrStore::open(runtime, location, &options.storage)?;
-        let (store, options) = crate::icechunk::checkout(store, options).await?;
-        let node = open_node(
-            &store,
-            &options.path,
-            &Limits::of(&options),
-            options.arrays.as_deref(),
-        )
-        .await?;
+        let (store, options) = crate::icechunk::checkout_named(store, options).await?;
+        let open = |store: &ZarrStore, options: &ZarrOptions| {
+            let (store, options) = (store.clone(), options.clone());
+            async move {
+                let limits = Limits::of(&options);
+                open_node(&store, &options.path, &limits, options.arrays.as_deref()).await
+            }
+        };
+        let (store, options, node) = match open(&store, &options).await {
+            Ok(node) => (store, options, node),
+            Err(failure) => {
+                let (store, options) =
+                    crate::icechunk::checkout_if_repository(store, options, failure).await?;
+                let node = open(&store, &options).await?;
+                (store, options, node)
+            }
+        };
         let model = TableModel::new(store, node, options)?;
         Ok(Self {
             model: Arc::new(model),

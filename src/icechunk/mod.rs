@@ -21,6 +21,23 @@ use crate::store::ZarrStore;
 
 pub(crate) use layout::Layout;
 
+/// An icechunk error's message with its causes ("I/O error: unexpected end of file"), without
+/// the span trace icechunk's `Display` appends.
+#[cfg(feature = "icechunk")]
+pub(crate) fn error_text(kind: &dyn std::error::Error) -> String {
+    let mut text = kind.to_string();
+    let mut cause = kind.source();
+    while let Some(e) = cause {
+        let next = e.to_string();
+        if !text.ends_with(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        cause = e.source();
+    }
+    text
+}
+
 /// The version of a repository the options name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Version {
@@ -89,35 +106,69 @@ impl std::fmt::Display for Version {
     }
 }
 
-/// The store to read for `store` opened with `options`: the store itself when it is a plain
-/// Zarr store, or the snapshot the options name when it is an Icechunk repository; the options
-/// then name that snapshot (`snapshot`, the others cleared), so that the table's `location()`,
-/// `EXPLAIN` and a cluster's executors read exactly it.
-pub(crate) async fn checkout(
+/// The store to read for `store` opened with `options` when they name a version (`branch`,
+/// `tag`, `snapshot`, `as_of`): that snapshot of the repository at `store`, and the options
+/// naming it (`snapshot`, the others cleared), so that the table's `location()`, `EXPLAIN` and
+/// a cluster's executors read exactly it. Without a version, the store as it is: a plain store
+/// costs no request more, and [`checkout_if_repository`] looks for a repository where no node is.
+pub(crate) async fn checkout_named(
     store: ZarrStore,
     options: ZarrOptions,
 ) -> Result<(ZarrStore, ZarrOptions)> {
-    let version = Version::of(&options)?;
-    match layout::detect(&store).await? {
-        Layout::Plain => match version {
-            None => Ok((store, options)),
-            Some(version) => Err(ZarrError::Option(format!(
+    match Version::of(&options)? {
+        None => Ok((store, options)),
+        Some(version) => match layout::detect(&store).await? {
+            Layout::Plain => Err(ZarrError::Option(format!(
                 "{version}: '{}' is a Zarr store, not an Icechunk repository (the options \
                  branch, tag, snapshot and as_of select a repository's version)",
                 store.display_location()
             ))),
+            Layout::Repository { spec_version } => {
+                checkout(store, options, Some(version), spec_version).await
+            }
         },
-        #[cfg(feature = "icechunk")]
-        Layout::Repository { spec_version } => {
-            repository::checkout(store, options, version, spec_version).await
-        }
-        #[cfg(not(feature = "icechunk"))]
-        Layout::Repository { spec_version } => Err(ZarrError::Repository {
-            repository: store.display_location().to_string(),
-            message: format!(
-                "this is an Icechunk repository (spec version {spec_version}), and this build \
-                 of datafusion-zarr reads none: build it with the cargo feature `icechunk`"
-            ),
-        }),
     }
+}
+
+/// After opening a node of `store` failed with `failure`: the tip of `main` of the repository
+/// at `store` when the failure was a missing node and a repository is there (its root holds
+/// no `zarr.json`), or else `failure`.
+pub(crate) async fn checkout_if_repository(
+    store: ZarrStore,
+    options: ZarrOptions,
+    failure: ZarrError,
+) -> Result<(ZarrStore, ZarrOptions)> {
+    if options.snapshot.is_some() || !crate::node::is_no_node(&failure) {
+        return Err(failure);
+    }
+    match layout::detect(&store).await? {
+        Layout::Plain => Err(failure),
+        Layout::Repository { spec_version } => checkout(store, options, None, spec_version).await,
+    }
+}
+
+#[cfg(feature = "icechunk")]
+async fn checkout(
+    store: ZarrStore,
+    options: ZarrOptions,
+    version: Option<Version>,
+    spec_version: u8,
+) -> Result<(ZarrStore, ZarrOptions)> {
+    repository::checkout(store, options, version, spec_version).await
+}
+
+#[cfg(not(feature = "icechunk"))]
+async fn checkout(
+    store: ZarrStore,
+    _options: ZarrOptions,
+    _version: Option<Version>,
+    spec_version: u8,
+) -> Result<(ZarrStore, ZarrOptions)> {
+    Err(ZarrError::Repository {
+        repository: store.display_location().to_string(),
+        message: format!(
+            "this is an Icechunk repository (spec version {spec_version}), and this build of \
+             datafusion-zarr reads none: build it with the cargo feature `icechunk`"
+        ),
+    })
 }

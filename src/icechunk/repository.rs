@@ -36,7 +36,7 @@ impl OpenRepository {
     /// An error of icechunk's about this repository, cleared of the store's credentials:
     /// its kind only (icechunk's `Display` appends a span trace).
     pub(super) fn icechunk_error(&self, doing: &str, e: &RepositoryError) -> ZarrError {
-        let text = self.store.redact(&e.kind.to_string());
+        let text = self.store.redact(&super::error_text(&e.kind));
         self.error(format!("{doing}: {text}"))
     }
 
@@ -127,7 +127,10 @@ pub(super) async fn open(
         .map_err(|e| {
             repository_error(
                 store,
-                format!("cannot open it: {}", store.redact(&e.kind.to_string())),
+                format!(
+                    "cannot open it: {}",
+                    store.redact(&super::error_text(&e.kind))
+                ),
             )
         })?;
     Ok(OpenRepository {

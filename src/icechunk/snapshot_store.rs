@@ -77,7 +77,7 @@ fn to_store_error(e: StoreError, key: &str) -> object_store::Error {
     } else {
         object_store::Error::Generic {
             store: "Icechunk",
-            source: e.kind.to_string().into(),
+            source: super::error_text(&e.kind).into(),
         }
     }
 }

@@ -152,10 +152,15 @@ async fn open_at(
         let zgroup = parse(store, &key, &text)?;
         return open_v2_group(store, &path, zgroup.fields, limits, wanted).await;
     }
-    Err(ZarrError::metadata(
-        display,
-        "no Zarr node here: none of zarr.json, .zarray or .zgroup exists",
-    ))
+    Err(ZarrError::metadata(display, NO_NODE))
+}
+
+/// Why a path holds no node: none of its metadata documents exists.
+const NO_NODE: &str = "no Zarr node here: none of zarr.json, .zarray or .zgroup exists";
+
+/// Whether `e` says that a path holds no node (where an Icechunk repository may be instead).
+pub(crate) fn is_no_node(e: &ZarrError) -> bool {
+    matches!(e, ZarrError::Metadata { message, .. } if message == NO_NODE)
 }
 
 fn node_display(store: &ZarrStore, path: &str) -> String {

@@ -31,6 +31,6 @@ mod validate;
 pub(crate) use array::display_in;
 pub use array_node::{ArrayNode, ElementKind, InnerChunks, ZarrsArray};
 pub use attributes::Attributes;
-pub(crate) use discover::{open_node, parse_array};
+pub(crate) use discover::{is_no_node, open_node, parse_array};
 pub use group_node::{GroupNode, Node, UnreadableArray};
 pub(crate) use numpy_types::NAT;

@@ -11,6 +11,8 @@ mod docs;
 mod export_writer;
 mod fixtures;
 mod fuzz_regressions;
+#[cfg(feature = "icechunk")]
+mod icechunk;
 mod io;
 mod limits;
 mod malformed;
