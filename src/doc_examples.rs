@@ -14,6 +14,10 @@ struct Cli;
 #[doc = include_str!("../docs/library.md")]
 struct Library;
 
+#[cfg(feature = "icechunk")]
+#[doc = include_str!("../docs/icechunk.md")]
+struct Icechunk;
+
 #[doc = include_str!("../docs/limits.md")]
 struct Limits;
 

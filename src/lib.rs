@@ -69,7 +69,9 @@ use datafusion::prelude::SessionContext;
 pub use error::{Result, ZarrError, error_message};
 pub use factory::{ReadZarrFunction, ZarrTableFactory};
 #[cfg(feature = "icechunk")]
-pub use icechunk::{IcechunkRefsFunction, IcechunkSnapshotsFunction};
+pub use icechunk::{
+    IcechunkRefsFunction, IcechunkSnapshotsFunction, icechunk_refs, icechunk_snapshots,
+};
 pub use inspect::inspect;
 pub use object_stores::{STORAGE_PREFIXES, StorageOptions, supported_schemes};
 pub use optimizer::{OrderedZarrScan, in_unit_order};

@@ -16,13 +16,32 @@ import importlib.metadata
 import json
 from typing import TYPE_CHECKING, Any
 
-from ._internal import DATAFUSION_VERSION, ZarrError, ZarrTable, ZarrTableFactory, _write_zarr
+from ._internal import (
+    DATAFUSION_VERSION,
+    IcechunkHistory,
+    ZarrError,
+    ZarrTable,
+    ZarrTableFactory,
+    _icechunk_history,
+    _write_zarr,
+)
 from ._internal import __version__ as __version__
 
 if TYPE_CHECKING:
     import datafusion
 
-__all__ = ["ZarrError", "ZarrTable", "ZarrTableFactory", "read", "read_zarr", "register", "write_zarr"]
+__all__ = [
+    "IcechunkHistory",
+    "ZarrError",
+    "ZarrTable",
+    "ZarrTableFactory",
+    "icechunk_refs",
+    "icechunk_snapshots",
+    "read",
+    "read_zarr",
+    "register",
+    "write_zarr",
+]
 
 
 def _check_datafusion_version() -> None:
@@ -84,7 +103,70 @@ def register(ctx: datafusion.SessionContext) -> None:
     from datafusion import udtf
 
     ctx.register_udtf(udtf(read_zarr, "read_zarr"))
+    ctx.register_udtf(udtf(_snapshots_function, "icechunk_snapshots"))
+    ctx.register_udtf(udtf(_refs_function, "icechunk_refs"))
     ctx.register_table_factory("ZARR", ZarrTableFactory())
+
+
+def _option_pairs(storage_options: dict[str, Any] | None, options: dict[str, Any]) -> list:
+    pairs = [(key, str(value)) for key, value in (storage_options or {}).items()]
+    return pairs + [(key, str(value)) for key, value in options.items()]
+
+
+def icechunk_snapshots(
+    location: str,
+    branch: str = "main",
+    *,
+    storage_options: dict[str, str] | None = None,
+    **options: Any,
+) -> IcechunkHistory:
+    """The snapshots of ``branch`` of the Icechunk repository at ``location``, newest first.
+
+    Columns ``id``, ``parent_id``, ``written_at`` (UTC), ``message``, ``metadata`` (JSON), as
+    ``repo.ancestry(branch=...)`` gives them; ``pyarrow.table(...)`` reads it, and
+    ``ctx.register_table`` takes it. The SQL table function of the same name (``register``).
+    """
+    return _icechunk_history("snapshots", str(location), branch, _option_pairs(storage_options, options))
+
+
+def icechunk_refs(
+    location: str, *, storage_options: dict[str, str] | None = None, **options: Any
+) -> IcechunkHistory:
+    """The branches and tags of the Icechunk repository at ``location``: ``kind``, ``name``,
+    ``snapshot``. The SQL table function of the same name (``register``)."""
+    return _icechunk_history("refs", str(location), None, _option_pairs(storage_options, options))
+
+
+def _strings(name: str, usage: str, args: tuple) -> list:
+    """A table function's arguments as strings (each must be a string literal)."""
+    values = []
+    for i, arg in enumerate(args, start=1):
+        value = arg.python_value() if hasattr(arg, "python_value") else arg
+        value = value.as_py() if hasattr(value, "as_py") else value
+        if not isinstance(value, str):
+            msg = f"{name} argument {i} must be a string literal, got {arg}; usage: {usage}"
+            raise ZarrError(msg)
+        values.append(value)
+    return values
+
+
+def _snapshots_function(*args: Any) -> IcechunkHistory:
+    usage = "icechunk_snapshots('repository' [, 'branch' [, 'option', 'value', ...]])"
+    values = _strings("icechunk_snapshots", usage, args)
+    if not values or len(values) % 2 != 0 and len(values) > 2:
+        raise ZarrError(f"usage: {usage}")
+    branch = values[1] if len(values) > 1 else "main"
+    pairs = list(zip(values[2::2], values[3::2]))
+    return _icechunk_history("snapshots", values[0], branch, pairs)
+
+
+def _refs_function(*args: Any) -> IcechunkHistory:
+    usage = "icechunk_refs('repository' [, 'option', 'value', ...])"
+    values = _strings("icechunk_refs", usage, args)
+    if not values or len(values) % 2 != 1:
+        raise ZarrError(f"usage: {usage}")
+    pairs = list(zip(values[1::2], values[2::2]))
+    return _icechunk_history("refs", values[0], None, pairs)
 
 
 def write_zarr(

@@ -362,9 +362,80 @@ fn _write_zarr(
         .map_err(|e| zarr_error(e.to_string()))
 }
 
+/// A table of an Icechunk repository's history (`icechunk_snapshots`, `icechunk_refs`): an
+/// Arrow stream (`pyarrow.table(...)`) and a table for datafusion-python's sessions.
+#[pyclass(frozen, name = "IcechunkHistory", module = "datafusion_zarr")]
+struct PyIcechunkHistory {
+    batch: arrow::array::RecordBatch,
+}
+
+#[pymethods]
+impl PyIcechunkHistory {
+    fn __datafusion_table_provider__<'py>(
+        &self,
+        py: Python<'py>,
+        session: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let codec = logical_codec(session)?;
+        let handle = runtime::handle().map_err(zarr_error)?;
+        let table = datafusion::datasource::MemTable::try_new(
+            self.batch.schema(),
+            vec![vec![self.batch.clone()]],
+        )
+        .map_err(zarr_error)?;
+        let ffi = FFI_TableProvider::new_with_ffi_codec(Arc::new(table), true, Some(handle), codec);
+        capsule(py, ffi, c"datafusion_table_provider")
+    }
+
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let schema = self.batch.schema();
+        let reader = arrow::array::RecordBatchIterator::new([Ok(self.batch.clone())], schema);
+        let stream = FFI_ArrowArrayStream::new(Box::new(reader));
+        capsule(py, stream, c"arrow_array_stream")
+    }
+}
+
+/// `icechunk_snapshots` (`kind` "snapshots", with `branch`) or `icechunk_refs` ("refs") of the
+/// repository at `location`, with `options` as `read_zarr` takes them.
+#[pyfunction]
+#[pyo3(signature = (kind, location, branch, options))]
+fn _icechunk_history(
+    py: Python<'_>,
+    kind: &str,
+    location: String,
+    branch: Option<String>,
+    options: Vec<(String, String)>,
+) -> PyResult<PyIcechunkHistory> {
+    let options = datafusion_zarr::ZarrOptions::from_pairs(options).map_err(zarr_error)?;
+    let snapshots = kind == "snapshots";
+    let batch = py
+        .detach(|| {
+            runtime::block_on(async move {
+                let runtime = RuntimeEnv::default();
+                if snapshots {
+                    let branch = branch.as_deref().unwrap_or("main");
+                    datafusion_zarr::icechunk_snapshots(&runtime, &location, branch, &options).await
+                } else {
+                    datafusion_zarr::icechunk_refs(&runtime, &location, &options).await
+                }
+            })
+        })
+        .map_err(zarr_error)?
+        .map_err(zarr_error)?;
+    Ok(PyIcechunkHistory { batch })
+}
+
 #[pymodule]
 fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_write_zarr, m)?)?;
+    m.add_function(wrap_pyfunction!(_icechunk_history, m)?)?;
+    m.add_class::<PyIcechunkHistory>()?;
     m.add_class::<PyZarrTable>()?;
     m.add_class::<PyZarrTableFactory>()?;
     m.add("ZarrError", m.py().get_type::<ZarrError>())?;

@@ -50,8 +50,7 @@ impl TableFunctionImpl for IcechunkSnapshotsFunction {
         let runtime = Arc::clone(args.session().runtime_env());
         let location = location.clone();
         let batch = run_blocking("reading a repository's history", || async move {
-            let repository = open_at(&runtime, &location, &options).await?;
-            snapshots(&repository, &branch).await
+            icechunk_snapshots(&runtime, &location, &branch, &options).await
         })?;
         Ok(Arc::new(MemTable::try_new(
             batch.schema(),
@@ -70,8 +69,7 @@ impl TableFunctionImpl for IcechunkRefsFunction {
         let runtime = Arc::clone(args.session().runtime_env());
         let location = location.clone();
         let batch = run_blocking("reading a repository's refs", || async move {
-            let repository = open_at(&runtime, &location, &options).await?;
-            refs(&repository).await
+            icechunk_refs(&runtime, &location, &options).await
         })?;
         Ok(Arc::new(MemTable::try_new(
             batch.schema(),
@@ -91,6 +89,43 @@ fn options_of(pairs: &[String], usage: &str) -> DFResult<ZarrOptions> {
         }
     }
     Ok(options)
+}
+
+/// The snapshots of `branch` of the repository at `location`, newest first, as
+/// `icechunk_snapshots` gives them (`options`: storage options and size limits).
+///
+/// ```
+/// # async fn demo() -> datafusion_zarr::Result<()> {
+/// use datafusion::execution::runtime_env::RuntimeEnv;
+/// use datafusion_zarr::{ZarrOptions, icechunk_snapshots};
+///
+/// let repository = "tests/data/icechunk/strings.icechunk";
+/// let history =
+///     icechunk_snapshots(&RuntimeEnv::default(), repository, "main", &ZarrOptions::default())
+///         .await?;
+/// assert_eq!(history.num_rows(), 4); // three commits and the repository's first snapshot
+/// # Ok(()) }
+/// # tokio::runtime::Runtime::new().unwrap().block_on(demo()).unwrap();
+/// ```
+pub async fn icechunk_snapshots(
+    runtime: &RuntimeEnv,
+    location: &str,
+    branch: &str,
+    options: &ZarrOptions,
+) -> Result<RecordBatch> {
+    let repository = open_at(runtime, location, options).await?;
+    snapshots(&repository, branch).await
+}
+
+/// The branches and tags of the repository at `location` with the snapshot each names, as
+/// `icechunk_refs` gives them.
+pub async fn icechunk_refs(
+    runtime: &RuntimeEnv,
+    location: &str,
+    options: &ZarrOptions,
+) -> Result<RecordBatch> {
+    let repository = open_at(runtime, location, options).await?;
+    refs(&repository).await
 }
 
 /// The repository at `location`, or an error saying that it is none.

@@ -13,7 +13,9 @@ mod snapshot_store;
 mod storage;
 
 #[cfg(feature = "icechunk")]
-pub use history::{IcechunkRefsFunction, IcechunkSnapshotsFunction};
+pub use history::{
+    IcechunkRefsFunction, IcechunkSnapshotsFunction, icechunk_refs, icechunk_snapshots,
+};
 
 use crate::error::{Result, ZarrError};
 use crate::options::ZarrOptions;
