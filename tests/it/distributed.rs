@@ -129,3 +129,73 @@ async fn a_payload_naming_what_the_table_lacks_is_an_error() {
         assert!(error.contains(expected), "{expected}: {error}");
     }
 }
+
+/// An Icechunk table opened by branch travels as its snapshot id: the executor reads that
+/// snapshot (not whatever the branch names when the task runs), and the result is the local one.
+#[cfg(feature = "icechunk")]
+#[tokio::test(flavor = "multi_thread")]
+async fn an_icechunk_table_travels_as_its_snapshot() {
+    let repository = root().join("tests/data/icechunk/strings.icechunk");
+    let create = format!(
+        "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{}' OPTIONS ('path' 'labels', 'branch' 'dev')",
+        repository.display()
+    );
+    let sql = "SELECT count(*), min(labels), max(labels) FROM t WHERE labels LIKE 'dev%' OR \"row\" >= 3400";
+    let client = process();
+    client.sql(&create).await.unwrap();
+    let plan = client
+        .sql(sql)
+        .await
+        .unwrap()
+        .into_optimized_plan()
+        .unwrap();
+    let logical =
+        logical_plan_to_bytes_with_extension_codec(&plan, &ZarrLogicalCodec::default()).unwrap();
+    let expected: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("tests/data/icechunk/strings.expected.json")).unwrap(),
+    )
+    .unwrap();
+    let dev = expected["refs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "dev")
+        .unwrap()["snapshot"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let text = String::from_utf8_lossy(&logical);
+    assert!(text.contains(&dev), "the plan names the snapshot {dev}");
+    assert!(!text.contains("\"branch\""), "and not the branch");
+    let scheduler = process();
+    let plan = logical_plan_from_bytes_with_extension_codec(
+        &logical,
+        &scheduler.task_ctx(),
+        &ZarrLogicalCodec::default(),
+    )
+    .unwrap();
+    let physical = scheduler.state().create_physical_plan(&plan).await.unwrap();
+    assert!(
+        displayable(physical.as_ref())
+            .indent(true)
+            .to_string()
+            .contains(&format!("@{dev}")),
+        "EXPLAIN names the snapshot"
+    );
+    let bytes =
+        physical_plan_to_bytes_with_extension_codec(physical, &ZarrPhysicalCodec::default())
+            .unwrap();
+    let ran = run_task(&bytes).await.unwrap();
+    let local = {
+        let ctx = process();
+        ctx.sql(&create).await.unwrap();
+        pretty_format_batches(&query(&ctx, sql).await.unwrap())
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(ran, local);
+    assert!(
+        ran.contains("| 101 "),
+        "100 appended rows and the dev value: {ran}"
+    );
+}
