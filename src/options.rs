@@ -302,6 +302,11 @@ zarr_options! {
             parse parse_as_of,
             values "a timestamp (`2026-12-01T12:00:00Z`, `2026-12-01 12:00:00`, `2026-12-01`; UTC unless it names an offset)",
             meaning "Icechunk repositories: read the branch's (`branch`, default `main`) newest snapshot written at or before this time";
+        /// Icechunk: the virtual-chunk containers (URL prefixes) whose files may be read.
+        virtual_chunk_containers: Option<Vec<String>> = None,
+            parse parse_containers,
+            values "URL prefixes, comma-separated (`file:///data/nc/,s3://bucket/raw/`)",
+            meaning "Icechunk repositories: the virtual-chunk containers, as the repository declares them, whose files a chunk may be read from (credentials from the environment); a chunk in another is an error naming it and its container";
     }
 }
 
@@ -382,6 +387,22 @@ fn parse_version_name(key: &str, value: &str) -> Result<Option<String>> {
         )));
     }
     Ok(Some(name.to_string()))
+}
+
+/// Virtual-chunk containers: URL prefixes (a scheme, `://`, and the rest), comma-separated.
+fn parse_containers(key: &str, value: &str) -> Result<Option<Vec<String>>> {
+    let prefixes: Vec<String> = value
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    if prefixes.is_empty() || prefixes.iter().any(|p| !p.contains("://")) {
+        return Err(ZarrError::Option(format!(
+            "{key} '{value}' is not a comma-separated list of URL prefixes (`file:///data/`, \
+             `s3://bucket/prefix/`)"
+        )));
+    }
+    Ok(Some(prefixes))
 }
 
 /// An Icechunk snapshot id: 12 bytes written as 20 characters of Crockford's base32.

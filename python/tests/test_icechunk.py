@@ -6,6 +6,7 @@ tag and time, and the history tables as ``repo.ancestry()`` gives them."""
 from __future__ import annotations
 
 import json
+import re
 
 import datafusion
 import pyarrow as pa
@@ -85,3 +86,44 @@ def test_errors_name_the_version() -> None:
         datafusion_zarr.ZarrTable(repo, "labels", branch="dev", tag="v1")
     with pytest.raises(datafusion_zarr.ZarrError, match="no repository here"):
         datafusion_zarr.icechunk_refs(str(ROOT / "tests" / "data" / "corpus"))
+
+
+def test_virtual_chunks_are_read_from_the_containers_named_and_refused_elsewhere(tmp_path) -> None:
+    """A repository written now by icechunk 1.1 (this virtualenv's; spec 1) whose array `virt`
+    refers to bytes of a file outside it: read once its container is named, an error naming the
+    chunk and the container otherwise; `real` beside it reads either way."""
+    ic = pytest.importorskip("icechunk")
+    np = pytest.importorskip("numpy")
+    import zarr
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    data = np.arange(8, dtype="<i4") * 7
+    (raw / "data.bin").write_bytes(b"HEADER__" + data.tobytes())
+    prefix = raw.as_uri() + "/"
+    config = ic.RepositoryConfig.default()
+    config.inline_chunk_threshold_bytes = 0
+    config.set_virtual_chunk_container(ic.VirtualChunkContainer(prefix, ic.local_filesystem_store(str(raw))))
+    credentials = ic.containers_credentials({prefix: None})
+    location = tmp_path / "virtual.icechunk"
+    repo = ic.Repository.create(
+        ic.local_filesystem_storage(str(location)), config=config, authorize_virtual_chunk_access=credentials
+    )
+    session = repo.writable_session("main")
+    root = zarr.group(session.store)
+    root.create_array("real", shape=(10,), chunks=(5,), dtype="f8", compressors=None)[:] = np.arange(10.0)
+    root.create_array("virt", shape=(8,), chunks=(8,), dtype="<i4", compressors=None, fill_value=0)
+    session.store.set_virtual_ref("virt/c/0", prefix + "data.bin", offset=8, length=32)
+    session.commit("virtual")
+    # What icechunk itself reads, to compare with.
+    reopened = ic.Repository.open(ic.local_filesystem_storage(str(location)), authorize_virtual_chunk_access=credentials)
+    want = zarr.open_array(reopened.readonly_session("main").store, path="virt", mode="r")[:].tolist()
+    assert want == data.tolist()
+
+    got = pa.table(datafusion_zarr.read(str(location), "virt", virtual_chunk_containers=prefix))
+    assert got.sort_by("dim_0").column("virt").to_pylist() == want
+    assert pa.table(datafusion_zarr.read(str(location), "real")).num_rows == 10
+    # A failure while streaming reaches pyarrow as ArrowInvalid, with our message.
+    refused = r"virt/c/0.*" + re.escape(prefix) + ".*virtual_chunk_containers"
+    with pytest.raises((datafusion_zarr.ZarrError, pa.ArrowInvalid), match=refused):
+        pa.table(datafusion_zarr.read(str(location), "virt"))

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use icechunk::Repository;
+use icechunk::config::Credentials;
 use icechunk::format::SnapshotId;
 use icechunk::repository::{RepositoryError, VersionInfo};
 use object_store::path::Path;
@@ -120,9 +121,17 @@ pub(super) async fn open(
         limits.metadata.bytes,
         limits.chunk.bytes,
     );
-    // No virtual chunk container is authorised: a chunk that refers to a file outside the
-    // repository is an error naming the chunk and its container (docs/icechunk.md).
-    let repository = Repository::open(None, Arc::new(storage), HashMap::new())
+    // Only the containers the options name are authorised (credentials from the environment,
+    // as icechunk's `None` means): a chunk that refers to a file in another is an error naming
+    // the chunk and its container (docs/icechunk.md). A repository chooses where its virtual
+    // chunks point; the user chooses which of those places a query may read.
+    let authorized: HashMap<String, Option<Credentials>> = options
+        .virtual_chunk_containers
+        .iter()
+        .flatten()
+        .map(|prefix| (prefix.clone(), None))
+        .collect();
+    let repository = Repository::open(None, Arc::new(storage), authorized)
         .await
         .map_err(|e| {
             repository_error(

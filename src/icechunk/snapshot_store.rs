@@ -75,9 +75,13 @@ fn to_store_error(e: StoreError, key: &str) -> object_store::Error {
             source: Box::new(e),
         }
     } else {
+        let mut text = super::error_text(&e.kind);
+        if text.contains("authorize the virtual chunk container") {
+            text.push_str(" (datafusion-zarr: name it in the option virtual_chunk_containers)");
+        }
         object_store::Error::Generic {
             store: "Icechunk",
-            source: super::error_text(&e.kind).into(),
+            source: text.into(),
         }
     }
 }
