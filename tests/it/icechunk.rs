@@ -2,7 +2,8 @@
 //! 1; `tests/data/icechunk/make_icechunk_fixtures.py`): every snapshot of every branch read
 //! through SQL equals what icechunk + zarr-python read at it (`*.expected.json`), branches, tags
 //! and times resolve to the snapshots icechunk names, the history tables equal
-//! `repo.ancestry()` and the refs, the same repository reads the same on the S3 test server,
+//! `repo.ancestry()` and the refs, the same repository reads the same on the S3, GCS, Azure and
+//! HTTP test servers,
 //! pruning and UTF-32 filters are those of a plain store, and broken repositories are errors
 //! that name what is wrong.
 
@@ -105,13 +106,8 @@ async fn every_snapshot_of_a_spec_1_repository_reads_as_icechunk_1_reads_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_same_repository_on_the_s3_test_server() {
+async fn the_same_repository_on_every_remote_store() {
     let s = servers();
-    let location = location("s3", &s, "icechunk/strings.icechunk");
-    let extra = options("s3", &s);
-    every_snapshot_reads_as_icechunk_reads_it("strings", &location, &extra).await;
-    // Branch and history read through the same storage options.
-    let main = read(&location, "labels", &[], &extra).await.unwrap();
     let local = read(
         &repository("strings.icechunk").display().to_string(),
         "labels",
@@ -120,7 +116,21 @@ async fn the_same_repository_on_the_s3_test_server() {
     )
     .await
     .unwrap();
-    assert_eq!(main, local);
+    for scheme in ["s3", "gs", "az", "http"] {
+        let location = location(scheme, &s, "icechunk/strings.icechunk");
+        let extra = options(scheme, &s);
+        if scheme == "s3" {
+            every_snapshot_reads_as_icechunk_reads_it("strings", &location, &extra).await;
+        }
+        let main = read(&location, "labels", &[], &extra)
+            .await
+            .unwrap_or_else(|e| panic!("{scheme}: {e}"));
+        assert_eq!(main, local, "{scheme}");
+        let dev = read(&location, "labels", &[("branch", "dev")], &extra)
+            .await
+            .unwrap_or_else(|e| panic!("{scheme}: {e}"));
+        assert_eq!(dev[7], "dev-only value", "{scheme}");
+    }
 }
 
 /// The snapshot `version` names, as the opened table shows it.
