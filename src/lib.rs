@@ -73,7 +73,7 @@ pub use icechunk::{
     IcechunkRefsFunction, IcechunkSnapshotsFunction, icechunk_refs, icechunk_snapshots,
 };
 pub use inspect::inspect;
-pub use object_stores::{STORAGE_PREFIXES, StorageOptions, supported_schemes};
+pub use object_stores::{STORAGE_PREFIXES, StorageOptions, shown_location, supported_schemes};
 pub use optimizer::{OrderedZarrScan, in_unit_order};
 pub use options::{InvalidUtf32, OptionDoc, StringType, ZarrOptions};
 pub use progress::{ProgressCounter, ProgressSnapshot, ScanProgress};

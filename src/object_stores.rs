@@ -422,6 +422,15 @@ pub(crate) fn redact(url: &Url) -> String {
     s.strip_suffix('/').map(str::to_string).unwrap_or(s)
 }
 
+/// A location (a path or URL) as errors, plans and progress displays show it: without user,
+/// password, query or fragment.
+pub fn shown_location(location: &str) -> String {
+    match Url::parse(location) {
+        Ok(url) => redact(&url),
+        Err(_) => redact_unparsed(location),
+    }
+}
+
 /// A location as it was typed, for the error that says it is not a URL: with no URL to take
 /// apart, everything between `://` and the last `@` (a user and password, which may hold `/`,
 /// `:`, `?`, `#` or `@`) and everything after a `?` or `#` (a query, a fragment) are replaced

@@ -35,6 +35,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::{LogicalPlan, WriteOp};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion_zarr::export::AtomicTarget;
@@ -331,16 +332,39 @@ pub(crate) async fn run_sql(ctx: &SessionContext, sql: &str, printer: &Printer) 
         let start = Instant::now();
         let atomic = atomic_copy_target(&mut statement)?;
         let plan = ctx.state().statement_to_plan(statement).await?;
+        // COPY and INSERT print one row when done: until then a spinner with the elapsed
+        // time on a terminal (unless -q), as `export` and `convert` show theirs.
+        let writing = match &plan {
+            LogicalPlan::Copy(copy) => Some(format!(
+                "writing {}",
+                datafusion_zarr::shown_location(&copy.output_url)
+            )),
+            LogicalPlan::Dml(dml) if matches!(dml.op, WriteOp::Insert(_)) => {
+                Some(format!("inserting into {}", dml.table_name))
+            }
+            _ => None,
+        };
+        let display = writing.map(|message| {
+            progress::Display::start(progress::Tracked::Elapsed(message), printer.quiet, false)
+        });
         let df = ctx.execute_logical_plan(plan).await?;
         let schema = Arc::new(df.schema().as_arrow().clone());
-        let mut stream = df.execute_stream().await?;
         let mut sink = printer.sink(schema.clone())?;
         let mut rows = 0usize;
-        while let Some(batch) = stream.next().await {
-            let batch = batch?;
-            rows += batch.num_rows();
-            sink.write(&batch)?;
+        let streamed: Result<()> = async {
+            let mut stream = df.execute_stream().await?;
+            while let Some(batch) = stream.next().await {
+                let batch = batch?;
+                rows += batch.num_rows();
+                sink.write(&batch)?;
+            }
+            Ok(())
         }
+        .await;
+        if let Some(display) = display {
+            display.finish(streamed.is_ok());
+        }
+        streamed?;
         if let Some(target) = atomic {
             target.commit()?;
         }

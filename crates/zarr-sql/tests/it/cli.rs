@@ -470,3 +470,49 @@ fn copy_stored_as_zarr_writes_and_replaces_a_store() {
     let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
     assert_eq!(names.len(), 1, "{names:?}");
 }
+
+/// `COPY` and `INSERT` in `-c` show a spinner with the elapsed time on a terminal (`script`
+/// gives the process one), and nothing with `-q` or without a terminal.
+#[test]
+fn copy_and_insert_show_progress_on_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("copied.zarr");
+    let store = root().join("tests/data/corpus/17_large_200k_zstd/data.zarr");
+    let sql = format!(
+        "COPY (SELECT * FROM read_zarr('{}')) TO '{}' STORED AS ZARR",
+        store.display(),
+        out.display()
+    );
+    let binary = env!("CARGO_BIN_EXE_zarr-sql");
+    let on_terminal = |quiet: bool| {
+        let q = if quiet { "-q" } else { "" };
+        let insert = format!(
+            "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{}'",
+            out.display()
+        );
+        let command = format!(
+            "{binary} {q} -c \"{sql}\" && {binary} {q} -c \"{insert}\" -c \"INSERT INTO t SELECT * FROM t LIMIT 5\""
+        );
+        let _ = std::fs::remove_dir_all(&out);
+        let run = std::process::Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .output()
+            .expect("script (util-linux) runs a command on a terminal");
+        assert!(run.status.success(), "{}", stdout(&run));
+        stdout(&run)
+    };
+    let shown = on_terminal(false);
+    assert!(
+        shown.contains(&format!("writing {}", out.display())),
+        "{shown}"
+    );
+    assert!(shown.contains("200000"), "{shown}");
+    assert!(shown.contains("inserting into t"), "{shown}");
+    let quiet = on_terminal(true);
+    assert!(!quiet.contains("writing"), "{quiet}");
+    // Without a terminal: no progress on stderr.
+    let _ = std::fs::remove_dir_all(&out);
+    let piped = zarr_sql(&["-c", &sql]);
+    assert!(piped.status.success(), "{}", stderr(&piped));
+    assert!(!stderr(&piped).contains("writing"), "{}", stderr(&piped));
+}
