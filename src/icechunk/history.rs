@@ -79,7 +79,7 @@ impl TableFunctionImpl for IcechunkRefsFunction {
 }
 
 fn options_of(pairs: &[String], usage: &str) -> DFResult<ZarrOptions> {
-    if pairs.len() % 2 != 0 {
+    if !pairs.len().is_multiple_of(2) {
         return plan_err!("options come in 'option', 'value' pairs; usage: {usage}");
     }
     let mut options = ZarrOptions::default();

@@ -29,21 +29,21 @@ pub(crate) async fn detect(store: &ZarrStore) -> Result<Layout> {
         store.probe("repo", HEADER_BYTES),
         store.probe_exists("refs/branch.main/ref.json"),
     );
-    if let Some(header) = repo {
-        if header.starts_with(MAGIC) {
-            let spec_version =
-                header
-                    .get(SPEC_VERSION_AT)
-                    .copied()
-                    .ok_or_else(|| ZarrError::Repository {
-                        repository: store.display_location().to_string(),
-                        message: format!(
-                            "its `repo` file is {} bytes, shorter than an Icechunk header",
-                            header.len()
-                        ),
-                    })?;
-            return Ok(Layout::Repository { spec_version });
-        }
+    if let Some(header) = repo
+        && header.starts_with(MAGIC)
+    {
+        let spec_version =
+            header
+                .get(SPEC_VERSION_AT)
+                .copied()
+                .ok_or_else(|| ZarrError::Repository {
+                    repository: store.display_location().to_string(),
+                    message: format!(
+                        "its `repo` file is {} bytes, shorter than an Icechunk header",
+                        header.len()
+                    ),
+                })?;
+        return Ok(Layout::Repository { spec_version });
     }
     if v1_ref {
         return Ok(Layout::Repository { spec_version: 1 });
