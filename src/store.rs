@@ -22,6 +22,17 @@ use crate::object_stores::{
     supported_schemes,
 };
 
+/// What [`ZarrStore::probe`] found of one object.
+#[derive(Debug, Clone)]
+pub(crate) enum Probed {
+    /// There is no such object.
+    Absent,
+    /// Its bytes and its version.
+    Found { bytes: Bytes, e_tag: Option<String> },
+    /// It could not be read (a directory, a refusal, more than the limit).
+    Unread,
+}
+
 /// A Zarr store: an object store and the prefix of the store root within it.
 #[derive(Debug, Clone)]
 pub(crate) struct ZarrStore {
@@ -234,24 +245,24 @@ impl ZarrStore {
         Ok(Some(Bytes::from(bytes)))
     }
 
-    /// The first `bytes` bytes of the object at `key`, or `None` when there is no such object
-    /// or it cannot be read (a directory, a refusal): a probe of the store's layout, whose
-    /// failure leaves the store to be read as a plain one (and fail there with its own error).
-    pub(crate) async fn probe(&self, key: &str, bytes: u64) -> Option<Bytes> {
-        let path = self.key_path(key).ok()?;
-        let options = GetOptions::default().with_range(Some(GetRange::Bounded(0..bytes)));
-        let result = self.store.get_opts(&path, options).await.ok()?;
-        if result.range.end.saturating_sub(result.range.start) > bytes {
-            return None;
-        }
-        result.bytes().await.ok()
-    }
-
-    /// Whether the object at `key` exists (as [`Self::probe`], a failure is `false`).
-    pub(crate) async fn probe_exists(&self, key: &str) -> bool {
-        match self.key_path(key) {
-            Ok(path) => self.store.head(&path).await.is_ok(),
-            Err(_) => false,
+    /// The object at `key` read whole if it is at most `limit` bytes: a probe of the store's
+    /// layout. A failure (a directory, a refusal, a larger object) is [`Probed::Unread`],
+    /// which leaves the store to be read as a plain one (and fail there with its own error).
+    pub(crate) async fn probe(&self, key: &str, limit: u64) -> Probed {
+        let Ok(path) = self.key_path(key) else {
+            return Probed::Unread;
+        };
+        match self.store.get_opts(&path, GetOptions::default()).await {
+            Err(object_store::Error::NotFound { .. }) => Probed::Absent,
+            Err(_) => Probed::Unread,
+            Ok(result) if result.meta.size > limit => Probed::Unread,
+            Ok(result) => {
+                let e_tag = result.meta.e_tag.clone();
+                match result.bytes().await {
+                    Ok(bytes) => Probed::Found { bytes, e_tag },
+                    Err(_) => Probed::Unread,
+                }
+            }
         }
     }
 

@@ -17,6 +17,7 @@ use super::layout::{Layout, detect};
 use super::repository::{OpenRepository, open, repository_error};
 use crate::error::{Result, ZarrError};
 use crate::factory::{run_blocking, string_arguments};
+use crate::limits::Limits;
 use crate::options::ZarrOptions;
 use crate::store::ZarrStore;
 
@@ -135,8 +136,10 @@ async fn open_at(
     options: &ZarrOptions,
 ) -> Result<OpenRepository> {
     let store = ZarrStore::open(runtime, location, &options.storage)?;
-    match detect(&store).await? {
-        Layout::Repository { spec_version } => open(&store, spec_version, options).await,
+    match detect(&store, Limits::of(options).metadata.bytes).await? {
+        Layout::Repository { spec_version, seen } => {
+            open(&store, spec_version, seen, options).await
+        }
         Layout::Plain => Err(repository_error(
             &store,
             "there is no repository here (no `repo` file of Icechunk's, nor a \

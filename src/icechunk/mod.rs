@@ -18,6 +18,7 @@ pub use history::{
 };
 
 use crate::error::{Result, ZarrError};
+use crate::limits::Limits;
 use crate::options::ZarrOptions;
 use crate::store::ZarrStore;
 
@@ -119,14 +120,14 @@ pub(crate) async fn checkout_named(
 ) -> Result<(ZarrStore, ZarrOptions)> {
     match Version::of(&options)? {
         None => Ok((store, options)),
-        Some(version) => match layout::detect(&store).await? {
+        Some(version) => match layout::detect(&store, Limits::of(&options).metadata.bytes).await? {
             Layout::Plain => Err(ZarrError::Option(format!(
                 "{version}: '{}' is a Zarr store, not an Icechunk repository (the options \
                  branch, tag, snapshot and as_of select a repository's version)",
                 store.display_location()
             ))),
-            Layout::Repository { spec_version } => {
-                checkout(store, options, Some(version), spec_version).await
+            Layout::Repository { spec_version, seen } => {
+                checkout(store, options, Some(version), spec_version, seen).await
             }
         },
     }
@@ -143,9 +144,11 @@ pub(crate) async fn checkout_if_repository(
     if options.snapshot.is_some() || !crate::node::is_no_node(&failure) {
         return Err(failure);
     }
-    match layout::detect(&store).await? {
+    match layout::detect(&store, Limits::of(&options).metadata.bytes).await? {
         Layout::Plain => Err(failure),
-        Layout::Repository { spec_version } => checkout(store, options, None, spec_version).await,
+        Layout::Repository { spec_version, seen } => {
+            checkout(store, options, None, spec_version, seen).await
+        }
     }
 }
 
@@ -155,8 +158,9 @@ async fn checkout(
     options: ZarrOptions,
     version: Option<Version>,
     spec_version: u8,
+    seen: layout::Seen,
 ) -> Result<(ZarrStore, ZarrOptions)> {
-    repository::checkout(store, options, version, spec_version).await
+    repository::checkout(store, options, version, spec_version, seen).await
 }
 
 #[cfg(not(feature = "icechunk"))]
@@ -165,6 +169,7 @@ async fn checkout(
     _options: ZarrOptions,
     _version: Option<Version>,
     spec_version: u8,
+    _seen: layout::Seen,
 ) -> Result<(ZarrStore, ZarrOptions)> {
     Err(ZarrError::Repository {
         repository: store.display_location().to_string(),

@@ -12,6 +12,7 @@ use object_store::path::Path;
 use tokio::sync::RwLock;
 
 use super::Version;
+use super::layout::Seen;
 use super::snapshot_store::{SnapshotStore, into_object_store};
 use super::storage::ObjectStoreStorage;
 use crate::error::{Result, ZarrError};
@@ -102,6 +103,7 @@ pub(super) fn repository_error(store: &ZarrStore, message: impl Into<String>) ->
 pub(super) async fn open(
     store: &ZarrStore,
     spec_version: u8,
+    seen: Seen,
     options: &ZarrOptions,
 ) -> Result<OpenRepository> {
     if spec_version > NEWEST_SPEC_VERSION || spec_version == 0 {
@@ -120,6 +122,7 @@ pub(super) async fn open(
         root.clone(),
         limits.metadata.bytes,
         limits.chunk.bytes,
+        seen,
     );
     // Only the containers the options name are authorised (credentials from the environment,
     // as icechunk's `None` means): a chunk that refers to a file in another is an error naming
@@ -155,8 +158,9 @@ pub(super) async fn checkout(
     mut options: ZarrOptions,
     version: Option<Version>,
     spec_version: u8,
+    seen: Seen,
 ) -> Result<(ZarrStore, ZarrOptions)> {
-    let repository = open(&store, spec_version, &options).await?;
+    let repository = open(&store, spec_version, seen, &options).await?;
     let version = version.unwrap_or_else(|| Version::Branch("main".into()));
     let snapshot = repository.resolve(&version).await?;
     let info = repository

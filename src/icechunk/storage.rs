@@ -2,10 +2,11 @@
 //! same clients, credentials, retries and registry as a plain store, and every object it asks
 //! for is held to the table's size limits.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -19,6 +20,8 @@ use icechunk::storage::{
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use serde::{Deserialize, Serialize};
+
+use super::layout::Seen;
 
 /// A repository's objects below `root` of `store`, read-only. Written by hand because icechunk
 /// builds its own object_store clients from its own options otherwise: this way a repository
@@ -34,6 +37,11 @@ pub(super) struct ObjectStoreStorage {
 }
 
 struct Inner {
+    /// The files of the repository's root as first read (`None`: absent): detection reads
+    /// them, and icechunk reads `repo` again (or asks whether it changed) for each step of
+    /// opening a version; over a remote store each was a round trip. A table resolves its
+    /// version once, at opening, so the first read is the view it opens.
+    first_read: Mutex<HashMap<String, Option<(Bytes, VersionInfo)>>>,
     store: Arc<dyn ObjectStore>,
     root: Path,
     /// Largest object read whole (the repository's own files: `repo`, refs, snapshots,
@@ -50,10 +58,24 @@ impl ObjectStoreStorage {
         root: Path,
         max_file_bytes: u64,
         max_manifest_bytes: u64,
+        seen: Seen,
     ) -> Self {
+        let first_read = (seen.into_iter())
+            .map(|(key, found)| {
+                let found = found.map(|(bytes, e_tag)| {
+                    let version = VersionInfo {
+                        etag: e_tag.map(ETag),
+                        generation: None,
+                    };
+                    (bytes, version)
+                });
+                (key, found)
+            })
+            .collect();
         Self {
             root: root.to_string(),
             inner: Some(Inner {
+                first_read: Mutex::new(first_read),
                 store,
                 root,
                 max_file_bytes,
@@ -76,6 +98,20 @@ impl Inner {
             .fold(self.root.clone(), |path, part| path.join(part))
     }
 
+    /// The file at `key` as read before: `Some(None)` if it was absent.
+    fn remembered(&self, key: &str) -> Option<Option<(Bytes, VersionInfo)>> {
+        self.first_read.lock().ok()?.get(key).cloned()
+    }
+
+    /// Keeps the `repo` file's bytes, if `key` is it.
+    fn remember(&self, key: &str, bytes: &Bytes, version: &VersionInfo) {
+        if key == REPO_FILE
+            && let Ok(mut kept) = self.first_read.lock()
+        {
+            kept.insert(key.to_string(), Some((bytes.clone(), version.clone())));
+        }
+    }
+
     /// The most bytes a whole read of `key` may return.
     fn limit(&self, key: &str) -> u64 {
         if key.starts_with("manifests/") {
@@ -84,6 +120,30 @@ impl Inner {
             self.max_file_bytes
         }
     }
+}
+
+/// The file of a spec 2 repository that names its branches, tags and snapshots.
+const REPO_FILE: &str = "repo";
+
+/// The whole object at `key` within its size limit, read at once, with its version.
+async fn read_whole(inner: &Inner, key: &str) -> StorageResult<(Bytes, VersionInfo)> {
+    let result = inner
+        .store
+        .get_opts(&inner.path(key), GetOptions::default())
+        .await
+        .map_err(store_error)?;
+    let limit = inner.limit(key);
+    if result.meta.size > limit {
+        return Err(failed(format!(
+            "'{key}' is {} bytes, more than the limit of {limit} (max_metadata_bytes, or \
+             max_chunk_bytes for a manifest)",
+            result.meta.size
+        )));
+    }
+    let version = version_of(&result.meta);
+    let bytes = result.bytes().await.map_err(store_error)?;
+    inner.remember(key, &bytes, &version);
+    Ok((bytes, version))
 }
 
 impl fmt::Debug for ObjectStoreStorage {
@@ -150,8 +210,20 @@ impl Storage for ObjectStoreStorage {
         VersionInfo,
     )> {
         let inner = self.inner()?;
+        let Some(range) = range else {
+            // A whole file: held to the limits before its body is read.
+            let (bytes, version) = match inner.remembered(key) {
+                Some(Some(kept)) => kept,
+                Some(None) => return Err(StorageError::capture(StorageErrorKind::ObjectNotFound)),
+                None => read_whole(inner, key).await?,
+            };
+            let stream = futures::stream::once(async move { Ok(bytes) });
+            return Ok((Box::pin(stream), version));
+        };
+        // A range is a chunk of the repository's own objects, held to `max_chunk_bytes` by its
+        // size in the manifest before it was asked for (see `snapshot_store`).
         let options = GetOptions {
-            range: range.map(|r| GetRange::Bounded(r.clone())),
+            range: Some(GetRange::Bounded(range.clone())),
             ..Default::default()
         };
         let result = inner
@@ -159,17 +231,6 @@ impl Storage for ObjectStoreStorage {
             .get_opts(&inner.path(key), options)
             .await
             .map_err(store_error)?;
-        // A whole file is held to the limits before its body is read; a range (a chunk of the
-        // repository's own objects) was held to `max_chunk_bytes` by its size in the manifest
-        // before it was asked for (see `snapshot_store`).
-        let limit = inner.limit(key);
-        if range.is_none() && result.meta.size > limit {
-            return Err(failed(format!(
-                "'{key}' is {} bytes, more than the limit of {limit} (max_metadata_bytes, or \
-                 max_chunk_bytes for a manifest)",
-                result.meta.size
-            )));
-        }
         let version = version_of(&result.meta);
         Ok((Box::pin(result.into_stream().map_err(store_error)), version))
     }
@@ -255,28 +316,42 @@ impl Storage for ObjectStoreStorage {
         previous_version: Option<&VersionInfo>,
     ) -> StorageResult<GetModifiedResult> {
         let inner = self.inner()?;
-        let options = GetOptions {
-            if_none_match: previous_version.and_then(|v| v.etag().cloned()),
-            ..Default::default()
-        };
-        match inner.store.get_opts(&inner.path(key), options).await {
-            Ok(result) => {
-                let limit = inner.limit(key);
-                if result.meta.size > limit {
-                    return Err(failed(format!(
-                        "'{key}' is {} bytes, more than the limit of {limit} (max_metadata_bytes)",
-                        result.meta.size
-                    )));
-                }
-                let new_version = version_of(&result.meta);
-                let stream = result.into_stream().map_err(std::io::Error::other);
-                Ok(GetModifiedResult::Modified {
-                    data: Box::pin(tokio_util::io::StreamReader::new(stream)),
-                    new_version,
-                })
+        let (data, new_version) = match inner.remembered(key) {
+            Some(Some((_, kept))) if previous_version.is_some_and(|v| v.etag() == kept.etag()) => {
+                return Ok(GetModifiedResult::OnLatestVersion);
             }
-            Err(object_store::Error::NotModified { .. }) => Ok(GetModifiedResult::OnLatestVersion),
-            Err(e) => Err(store_error(e)),
-        }
+            Some(Some(kept)) => kept,
+            Some(None) => return Err(StorageError::capture(StorageErrorKind::ObjectNotFound)),
+            None => {
+                let options = GetOptions {
+                    if_none_match: previous_version.and_then(|v| v.etag().cloned()),
+                    ..Default::default()
+                };
+                match inner.store.get_opts(&inner.path(key), options).await {
+                    Ok(result) => {
+                        let limit = inner.limit(key);
+                        if result.meta.size > limit {
+                            return Err(failed(format!(
+                                "'{key}' is {} bytes, more than the limit of {limit} \
+                                 (max_metadata_bytes)",
+                                result.meta.size
+                            )));
+                        }
+                        let version = version_of(&result.meta);
+                        let bytes = result.bytes().await.map_err(store_error)?;
+                        inner.remember(key, &bytes, &version);
+                        (bytes, version)
+                    }
+                    Err(object_store::Error::NotModified { .. }) => {
+                        return Ok(GetModifiedResult::OnLatestVersion);
+                    }
+                    Err(e) => return Err(store_error(e)),
+                }
+            }
+        };
+        Ok(GetModifiedResult::Modified {
+            data: Box::pin(std::io::Cursor::new(data)),
+            new_version,
+        })
     }
 }

@@ -27,6 +27,8 @@ use common::{env_or, list, median, run};
 use zarr_test_support::servers::{self, proxy::Proxy};
 
 const QUERY: &str = "SELECT count(*) AS n FROM t WHERE value LIKE '%ab%'";
+/// Answered from the metadata alone: what opening the table costs.
+const OPEN_ONLY: &str = "SELECT count(*) AS n FROM t";
 
 fn count_of(output: &str) -> u64 {
     let last = output.lines().last().unwrap_or_default();
@@ -69,12 +71,13 @@ fn main() {
         repository.display(),
         zarr_sql.display()
     );
-    let ours = |location: &str| {
+    let ours_with = |location: &str, query: &str| {
         let mut cmd = Command::new(&zarr_sql);
         cmd.arg(location)
-            .args(["-q", "--format", "csv", "-c", QUERY]);
+            .args(["-q", "--format", "csv", "-c", query]);
         cmd
     };
+    let ours = |location: &str| ours_with(location, QUERY);
     let locations = [
         ("plain, local", plain.display().to_string()),
         ("repository, local", repository.display().to_string()),
@@ -84,7 +87,9 @@ fn main() {
     // Warm the page cache; every location must count the same.
     let want = count_of(&run(&mut ours(&locations[0].1)).stdout);
     let mut seconds = vec![Vec::new(); locations.len()];
+    let mut opening = vec![Vec::new(); locations.len()];
     let mut requests = vec![0; locations.len()];
+    let mut open_requests = vec![0; locations.len()];
     for _ in 0..runs {
         for (i, (what, location)) in locations.iter().enumerate() {
             proxy.take_log();
@@ -92,16 +97,31 @@ fn main() {
             assert_eq!(count_of(&r.stdout), want, "{what}");
             seconds[i].push(r.seconds);
             requests[i] = proxy.take_log().len();
+            let r = run(&mut ours_with(location, OPEN_ONLY));
+            assert_eq!(count_of(&r.stdout), 20_000_000, "{what}");
+            opening[i].push(r.seconds);
+            let log = proxy.take_log();
+            if std::env::var_os("ZARR_BENCH_SHOW_REQUESTS").is_some() {
+                for l in &log {
+                    eprintln!(
+                        "{what}: {} {} {:?} -> {}",
+                        l.method, l.target, l.range, l.status
+                    );
+                }
+            }
+            open_requests[i] = log.len();
         }
     }
     println!("count(*) WHERE value LIKE '%ab%' = {want}");
     let medians: Vec<f64> = seconds.iter().map(|s| median(s.clone())).collect();
     for (i, (what, _)) in locations.iter().enumerate() {
         println!(
-            "{what:<18} median {:.3} s  [{}]  requests {}",
+            "{what:<18} median {:.3} s  [{}]  requests {}; opening alone (count(*)) {:.3} s, {} requests",
             medians[i],
             list(&seconds[i]),
-            requests[i]
+            requests[i],
+            median(opening[i].clone()),
+            open_requests[i]
         );
     }
     println!(
