@@ -173,9 +173,18 @@ pub(super) async fn checkout(
         .readonly_session(&VersionInfo::SnapshotId(snapshot.clone()))
         .await
         .map_err(|e| repository.icechunk_error(&format!("reading snapshot {snapshot}"), &e))?;
-    let keys = icechunk::Store::from_session(Arc::new(RwLock::new(session))).await;
+    let session = Arc::new(RwLock::new(session));
+    let keys = icechunk::Store::from_session(Arc::clone(&session)).await;
     let id = snapshot.to_string();
-    let adapter = SnapshotStore::new(keys, id.clone(), info.flushed_at);
+    let (objects, root) = store.parts();
+    let repository_objects = (Arc::clone(objects), root.clone());
+    let adapter = SnapshotStore::new(
+        keys,
+        session,
+        repository_objects,
+        id.clone(),
+        info.flushed_at,
+    );
     let shown = format!("{}@{id}", store.display_location());
     options.branch = None;
     options.tag = None;
