@@ -66,6 +66,19 @@ fn capsule<'py, T: 'static + Send>(
     PyCapsule::new_with_value(py, value, name)
 }
 
+/// `provider` for datafusion-python's `SessionContext.register_table` (and the tables table
+/// functions return), through DataFusion's FFI with filter pushdown, on our runtime.
+fn provider_capsule<'py>(
+    py: Python<'py>,
+    session: &Bound<'py, PyAny>,
+    provider: Arc<dyn TableProvider + Send>,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    let codec = logical_codec(session)?;
+    let handle = runtime::handle().map_err(zarr_error)?;
+    let ffi = FFI_TableProvider::new_with_ffi_codec(provider, true, Some(handle), codec);
+    capsule(py, ffi, c"datafusion_table_provider")
+}
+
 /// One keyword option as the string the table options take: `True` → `"true"`, a list of
 /// names → `"a,b"`, numbers as written.
 fn option_value(key: &str, value: &Bound<'_, PyAny>) -> PyResult<String> {
@@ -242,12 +255,7 @@ impl PyZarrTable {
         py: Python<'py>,
         session: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        let codec = logical_codec(session)?;
-        let handle = runtime::handle().map_err(zarr_error)?;
-        let provider = ExportedTable(self.table.clone());
-        let ffi =
-            FFI_TableProvider::new_with_ffi_codec(Arc::new(provider), true, Some(handle), codec);
-        capsule(py, ffi, c"datafusion_table_provider")
+        provider_capsule(py, session, Arc::new(ExportedTable(self.table.clone())))
     }
 
     /// The table's Arrow schema (Arrow PyCapsule interface: `pyarrow.schema(table)`).
@@ -376,15 +384,12 @@ impl PyIcechunkHistory {
         py: Python<'py>,
         session: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        let codec = logical_codec(session)?;
-        let handle = runtime::handle().map_err(zarr_error)?;
         let table = datafusion::datasource::MemTable::try_new(
             self.batch.schema(),
             vec![vec![self.batch.clone()]],
         )
         .map_err(zarr_error)?;
-        let ffi = FFI_TableProvider::new_with_ffi_codec(Arc::new(table), true, Some(handle), codec);
-        capsule(py, ffi, c"datafusion_table_provider")
+        provider_capsule(py, session, Arc::new(table))
     }
 
     #[pyo3(signature = (requested_schema=None))]

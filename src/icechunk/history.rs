@@ -207,28 +207,24 @@ async fn snapshots(repository: &OpenRepository, branch: &str) -> Result<RecordBa
 
 async fn refs(repository: &OpenRepository) -> Result<RecordBatch> {
     let repo = &repository.repository;
-    let mut rows: Vec<(&str, String, String)> = Vec::new();
     let branches = repo
         .list_branches()
         .await
         .map_err(|e| repository.icechunk_error("listing its branches", &e))?;
-    for name in branches {
-        let id = repo
-            .lookup_branch(&name)
-            .await
-            .map_err(|e| repository.icechunk_error(&format!("branch '{name}'"), &e))?;
-        rows.push(("branch", name, id.to_string()));
-    }
     let tags = repo
         .list_tags()
         .await
         .map_err(|e| repository.icechunk_error("listing its tags", &e))?;
-    for name in tags {
-        let id = repo
-            .lookup_tag(&name)
-            .await
-            .map_err(|e| repository.icechunk_error(&format!("tag '{name}'"), &e))?;
-        rows.push(("tag", name, id.to_string()));
+    let mut rows: Vec<(&str, String, String)> = Vec::new();
+    for (kind, names) in [("branch", branches), ("tag", tags)] {
+        for name in names {
+            let id = match kind {
+                "branch" => repo.lookup_branch(&name).await,
+                _ => repo.lookup_tag(&name).await,
+            };
+            let id = id.map_err(|e| repository.icechunk_error(&format!("{kind} '{name}'"), &e))?;
+            rows.push((kind, name, id.to_string()));
+        }
     }
     let schema = Arc::new(Schema::new(vec![
         Field::new("kind", DataType::Utf8, false),
