@@ -23,19 +23,12 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{env_or, list, median, run};
+use common::{count_of, env_or, list, median, run};
 use zarr_test_support::servers::{self, proxy::Proxy};
 
 const QUERY: &str = "SELECT count(*) AS n FROM t WHERE value LIKE '%ab%'";
 /// Answered from the metadata alone: what opening the table costs.
 const OPEN_ONLY: &str = "SELECT count(*) AS n FROM t";
-
-fn count_of(output: &str) -> u64 {
-    let last = output.lines().last().unwrap_or_default();
-    last.trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("no count in {output:?}"))
-}
 
 fn main() {
     let root = servers::root();

@@ -24,23 +24,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{env_or, list, median, own_cpu_seconds, run};
+use common::{count_of, env_or, list, median, own_cpu_seconds, run};
 use zarr_test_support::servers::{self, proxy::Proxy};
 
 const QUERY: &str = "SELECT count(*) AS n FROM t WHERE value LIKE '%ab%'";
-
-/// The count in zarr-sql's CSV output (`n\n518189\n`) or the peer's JSON line.
-fn count_of(output: &str) -> u64 {
-    let last = output.lines().last().unwrap_or_default();
-    if let Ok(v) = serde_json::from_str::<serde_json::Value>(last)
-        && let Some(n) = v["count"].as_u64()
-    {
-        return n;
-    }
-    last.trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("no count in {output:?}"))
-}
 
 fn main() {
     let root = servers::root();

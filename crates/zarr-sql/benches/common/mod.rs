@@ -1,10 +1,24 @@
-//! Helpers shared by the runner benches (`export.rs`, `remote.rs`): child processes measured
-//! alone (wall and CPU time, peak RSS), medians, lists of seconds, numbers from the environment.
+//! Helpers shared by the runner benches (`export.rs`, `remote.rs`, `icechunk.rs`): child
+//! processes measured alone (wall and CPU time, peak RSS), the count a query printed, medians,
+//! lists of seconds, numbers from the environment.
 #![allow(dead_code)]
 
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::Instant;
+
+/// The count in zarr-sql's CSV output (`n\n518189\n`) or the peer's JSON line.
+pub fn count_of(output: &str) -> u64 {
+    let last = output.lines().last().unwrap_or_default();
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(last)
+        && let Some(n) = v["count"].as_u64()
+    {
+        return n;
+    }
+    last.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("no count in {output:?}"))
+}
 
 /// One finished child process.
 pub struct Run {
