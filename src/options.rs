@@ -379,7 +379,7 @@ fn parse_invalid_utf32_option(_key: &str, value: &str) -> Result<InvalidUtf32> {
 }
 
 /// A branch or tag name: not empty, no `/` (Icechunk stores each under `refs/branch.<name>`).
-fn parse_version_name(key: &str, value: &str) -> Result<Option<String>> {
+pub(crate) fn parse_version_name(key: &str, value: &str) -> Result<Option<String>> {
     let name = value.trim();
     if name.is_empty() || name.contains('/') || name.chars().any(char::is_control) {
         return Err(ZarrError::Option(format!(

@@ -274,7 +274,8 @@ impl TableProvider for ZarrTable {
             model.options.clone(),
             model.schema.clone(),
             self.grown.clone(),
-        );
+        )
+        .on_branch(model.store.branch().map(str::to_string));
         Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
     }
 }

@@ -46,6 +46,9 @@ pub(crate) struct ZarrStore {
     /// Whether the store is object_store's `LocalFileSystem` without a prefix (as
     /// DataFusion registers for `file://`): then [`Self::get_many`] reads its files itself.
     local: bool,
+    /// An Icechunk snapshot opened as the tip of a branch: that branch (`INSERT INTO`
+    /// commits to it).
+    branch: Option<String>,
 }
 
 impl std::fmt::Display for ZarrStore {
@@ -108,6 +111,7 @@ impl ZarrStore {
             shown,
             storage: storage.clone(),
             local,
+            branch: None,
         })
     }
 
@@ -282,7 +286,19 @@ impl ZarrStore {
             shown,
             storage: self.storage.clone(),
             local: false,
+            branch: None,
         }
+    }
+
+    /// This store, a snapshot read as the tip of `branch`.
+    pub(crate) fn on_branch(mut self, branch: Option<String>) -> Self {
+        self.branch = branch;
+        self
+    }
+
+    /// The Icechunk branch whose tip this store was opened at, if any.
+    pub(crate) fn branch(&self) -> Option<&str> {
+        self.branch.as_deref()
     }
 
     /// Reads `range` of the object at `key`: the bytes and the object's whole size, or `None`

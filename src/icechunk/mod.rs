@@ -3,6 +3,8 @@
 //! `snapshot`, `as_of`); the scan then reads that snapshot's keys as it reads any store.
 
 #[cfg(feature = "icechunk")]
+mod commit;
+#[cfg(feature = "icechunk")]
 mod history;
 mod layout;
 #[cfg(feature = "icechunk")]
@@ -12,6 +14,8 @@ mod snapshot_store;
 #[cfg(feature = "icechunk")]
 mod storage;
 
+#[cfg(feature = "icechunk")]
+pub(crate) use commit::RepositoryWrite;
 #[cfg(feature = "icechunk")]
 pub use history::{
     IcechunkRefsFunction, IcechunkSnapshotsFunction, icechunk_refs, icechunk_snapshots,
@@ -178,4 +182,19 @@ async fn checkout(
              datafusion-zarr reads none: build it with the cargo feature `icechunk`"
         ),
     })
+}
+
+/// Without the feature, a write into a repository at `store` is an error that says why.
+#[cfg(not(feature = "icechunk"))]
+pub(crate) async fn refuse_without_feature(store: &ZarrStore) -> Result<()> {
+    let limit = Limits::of(&ZarrOptions::default()).metadata.bytes;
+    match layout::detect(store, limit).await? {
+        Layout::Plain => Ok(()),
+        Layout::Repository { spec_version, seen } => {
+            let options = ZarrOptions::default();
+            checkout(store.clone(), options, None, spec_version, seen)
+                .await
+                .map(|_| ())
+        }
+    }
 }

@@ -21,7 +21,7 @@ use crate::options::{ZarrOptions, parse_timestamp};
 use crate::store::ZarrStore;
 
 /// The newest spec version icechunk 2.1.0 reads.
-const NEWEST_SPEC_VERSION: u8 = 2;
+pub(super) const NEWEST_SPEC_VERSION: u8 = 2;
 
 /// A repository opened for reading, with the store it lives in (for its errors).
 pub(super) struct OpenRepository {
@@ -162,6 +162,10 @@ pub(super) async fn checkout(
 ) -> Result<(ZarrStore, ZarrOptions)> {
     let repository = open(&store, spec_version, seen, &options).await?;
     let version = version.unwrap_or_else(|| Version::Branch("main".into()));
+    let branch = match &version {
+        Version::Branch(name) => Some(name.clone()),
+        _ => None,
+    };
     let snapshot = repository.resolve(&version).await?;
     let info = repository
         .repository
@@ -191,6 +195,7 @@ pub(super) async fn checkout(
     options.as_of = None;
     options.snapshot = Some(id);
     let snapshot_store =
-        store.with_object_store(into_object_store(adapter), Path::default(), shown);
+        (store.with_object_store(into_object_store(adapter), Path::default(), shown))
+            .on_branch(branch);
     Ok((snapshot_store, options))
 }

@@ -53,14 +53,14 @@ enum Located {
 
 /// The node path and chunk coordinates of a chunk key (`temp/c/0/1`, `c/3`), as icechunk
 /// reads its keys (Zarr V3's default chunk key encoding); `None` for other keys.
-fn chunk_key(key: &str) -> Option<(icechunk::format::Path, ChunkIndices)> {
-    let (node, coords) = match key.strip_prefix("c/") {
-        Some(coords) => ("", coords),
-        None => key.rsplit_once("/c/")?,
-    };
-    let coords = (coords.split('/'))
+pub(super) fn chunk_key(key: &str) -> Option<(icechunk::format::Path, ChunkIndices)> {
+    // The last `c` that only numbers follow: a node may itself be called `c` (`c/c/0`).
+    let parts: Vec<&str> = key.split('/').collect();
+    let at = parts.iter().rposition(|p| *p == "c")?;
+    let coords = (parts.get(at + 1..)?.iter())
         .map(|c| c.parse::<u32>().ok())
         .collect::<Option<Vec<u32>>>()?;
+    let node = parts.get(..at)?.join("/");
     let node = icechunk::format::Path::try_from(format!("/{node}")).ok()?;
     Some((node, ChunkIndices(coords)))
 }

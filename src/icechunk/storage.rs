@@ -1,6 +1,6 @@
-//! icechunk's `Storage` over the session's own object store: a repository is read through the
-//! same clients, credentials, retries and registry as a plain store, and every object it asks
-//! for is held to the table's size limits.
+//! icechunk's `Storage` over the session's own object store: a repository is read (and, for a
+//! commit, written) through the same clients, credentials, retries and registry as a plain
+//! store, and every object it asks for is held to the table's size limits.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -14,16 +14,20 @@ use chrono::{DateTime, Utc};
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt, TryStreamExt};
 use icechunk::storage::{
-    DeleteObjectsResult, ETag, GetModifiedResult, ListInfo, Settings, Storage, StorageError,
-    StorageErrorKind, StorageInfo, StorageResult, VersionInfo, VersionedUpdateResult,
+    DeleteObjectsResult, ETag, Generation, GetModifiedResult, ListInfo, Settings, Storage,
+    StorageError, StorageErrorKind, StorageInfo, StorageResult, VersionInfo, VersionedUpdateResult,
 };
 use object_store::path::Path;
-use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+use object_store::{
+    GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
+    UpdateVersion,
+};
 use serde::{Deserialize, Serialize};
 
 use super::layout::Seen;
 
-/// A repository's objects below `root` of `store`, read-only. Written by hand because icechunk
+/// A repository's objects below `root` of `store`: read-only for a table, writable for a
+/// commit (`COPY`, `INSERT`). Written by hand because icechunk
 /// builds its own object_store clients from its own options otherwise: this way a repository
 /// is opened with the storage options, the registered stores (and their proxies in tests) that
 /// open a plain store. icechunk serialises a `Storage` (typetag) for its Python pickling only;
@@ -50,6 +54,9 @@ struct Inner {
     /// Largest manifest, read whole too: `max_chunk_bytes` (a manifest of millions of chunk
     /// references outgrows the metadata limit).
     max_manifest_bytes: u64,
+    /// Whether icechunk may write (a commit): then nothing is remembered, so that a commit
+    /// sees the branch as it is when it lands, not as it was opened.
+    writable: bool,
 }
 
 impl ObjectStoreStorage {
@@ -59,6 +66,35 @@ impl ObjectStoreStorage {
         max_file_bytes: u64,
         max_manifest_bytes: u64,
         seen: Seen,
+    ) -> Self {
+        Self::with(store, root, max_file_bytes, max_manifest_bytes, seen, false)
+    }
+
+    /// The storage a commit writes through: nothing of the first reads is kept.
+    pub(super) fn writable(
+        store: Arc<dyn ObjectStore>,
+        root: Path,
+        max_file_bytes: u64,
+        max_manifest_bytes: u64,
+    ) -> Self {
+        let nothing = Seen::default();
+        Self::with(
+            store,
+            root,
+            max_file_bytes,
+            max_manifest_bytes,
+            nothing,
+            true,
+        )
+    }
+
+    fn with(
+        store: Arc<dyn ObjectStore>,
+        root: Path,
+        max_file_bytes: u64,
+        max_manifest_bytes: u64,
+        seen: Seen,
+        writable: bool,
     ) -> Self {
         let first_read = (seen.into_iter())
             .map(|(key, found)| {
@@ -80,6 +116,7 @@ impl ObjectStoreStorage {
                 root,
                 max_file_bytes,
                 max_manifest_bytes,
+                writable,
             }),
         }
     }
@@ -103,9 +140,10 @@ impl Inner {
         self.first_read.lock().ok()?.get(key).cloned()
     }
 
-    /// Keeps the `repo` file's bytes, if `key` is it.
+    /// Keeps the `repo` file's bytes, if `key` is it (when reading only).
     fn remember(&self, key: &str, bytes: &Bytes, version: &VersionInfo) {
         if key == REPO_FILE
+            && !self.writable
             && let Ok(mut kept) = self.first_read.lock()
         {
             kept.insert(key.to_string(), Some((bytes.clone(), version.clone())));
@@ -175,14 +213,82 @@ fn store_error(e: object_store::Error) -> StorageError {
 
 fn read_only<T>() -> StorageResult<T> {
     Err(failed(
-        "datafusion-zarr reads Icechunk repositories without writing to them",
+        "a table reads an Icechunk repository without writing to it",
     ))
 }
 
 fn version_of(meta: &object_store::ObjectMeta) -> VersionInfo {
     VersionInfo {
         etag: meta.e_tag.clone().map(ETag),
-        generation: None,
+        generation: meta.version.clone().map(Generation),
+    }
+}
+
+/// The version a put or copy made (from the store's answer).
+fn version_put(result: &object_store::PutResult) -> VersionInfo {
+    VersionInfo {
+        etag: result.e_tag.clone().map(ETag),
+        generation: result.version.clone().map(Generation),
+    }
+}
+
+impl Inner {
+    /// Writes `bytes` at `key` if the object there is still `previous` (`None`: whatever is
+    /// there; a version with neither etag nor generation: nothing may be there), as icechunk's
+    /// own object_store backend does. A store without conditional updates (a local file
+    /// system) is checked by its etag just before the write, as icechunk itself does there
+    /// (it turns conditional updates off for local files).
+    async fn put(
+        &self,
+        key: &str,
+        bytes: Bytes,
+        previous: Option<&VersionInfo>,
+    ) -> StorageResult<VersionedUpdateResult> {
+        if !self.writable {
+            return read_only();
+        }
+        let path = self.path(key);
+        let mode = match previous {
+            None => PutMode::Overwrite,
+            Some(v) if v.is_create() => PutMode::Create,
+            Some(v) => PutMode::Update(UpdateVersion {
+                e_tag: v.etag().cloned(),
+                version: v.generation().cloned(),
+            }),
+        };
+        let options = |mode| PutOptions {
+            mode,
+            ..Default::default()
+        };
+        let payload = PutPayload::from_bytes(bytes.clone());
+        let written = match self.store.put_opts(&path, payload, options(mode)).await {
+            Err(object_store::Error::NotImplemented { .. }) => {
+                // No conditional update here: compare the etag, then overwrite.
+                let now = self.store.head(&path).await.map(|m| version_of(&m));
+                match (now, previous) {
+                    (Ok(now), Some(previous)) if now.etag() != previous.etag() => {
+                        return Ok(VersionedUpdateResult::NotOnLatestVersion);
+                    }
+                    (Err(object_store::Error::NotFound { .. }), _) => {}
+                    (Err(e), _) => return Err(store_error(e)),
+                    _ => {}
+                }
+                let payload = PutPayload::from_bytes(bytes);
+                let overwrite = options(PutMode::Overwrite);
+                self.store.put_opts(&path, payload, overwrite).await
+            }
+            other => other,
+        };
+        match written {
+            Ok(result) => Ok(VersionedUpdateResult::Updated {
+                new_version: version_put(&result),
+            }),
+            Err(object_store::Error::Precondition { .. })
+            | Err(object_store::Error::AlreadyExists { .. }) => {
+                Ok(VersionedUpdateResult::NotOnLatestVersion)
+            }
+            Err(e) => Err(store_error(e)),
+        }
     }
 }
 
@@ -197,7 +303,7 @@ impl Storage for ObjectStoreStorage {
     }
 
     async fn can_write(&self) -> StorageResult<bool> {
-        Ok(false)
+        Ok(self.inner()?.writable)
     }
 
     async fn get_object_range(
@@ -237,25 +343,52 @@ impl Storage for ObjectStoreStorage {
 
     async fn put_object(
         &self,
-        _: &Settings,
-        _: &str,
-        _: Bytes,
-        _: Option<&str>,
-        _: Vec<(String, String)>,
-        _: Option<&VersionInfo>,
+        _settings: &Settings,
+        key: &str,
+        bytes: Bytes,
+        _content_type: Option<&str>,
+        _metadata: Vec<(String, String)>,
+        previous_version: Option<&VersionInfo>,
     ) -> StorageResult<VersionedUpdateResult> {
-        read_only()
+        self.inner()?.put(key, bytes, previous_version).await
     }
 
+    /// A copy of `from` taken only while it is still `version`: object_store has no
+    /// conditional copy, so a read that checks the version, then a write (as icechunk's own
+    /// object_store backend does).
     async fn copy_object(
         &self,
-        _: &Settings,
-        _: &str,
-        _: &str,
-        _: Option<&str>,
-        _: &VersionInfo,
+        _settings: &Settings,
+        from: &str,
+        to: &str,
+        _content_type: Option<&str>,
+        version: &VersionInfo,
     ) -> StorageResult<VersionedUpdateResult> {
-        read_only()
+        let inner = self.inner()?;
+        if !inner.writable {
+            return read_only();
+        }
+        let options = GetOptions {
+            if_match: version.etag().cloned(),
+            ..Default::default()
+        };
+        let bytes = match inner.store.get_opts(&inner.path(from), options).await {
+            Ok(result) => {
+                let limit = inner.limit(from);
+                if result.meta.size > limit {
+                    return Err(failed(format!(
+                        "'{from}' is {} bytes, more than the limit of {limit}",
+                        result.meta.size
+                    )));
+                }
+                result.bytes().await.map_err(store_error)?
+            }
+            Err(object_store::Error::Precondition { .. }) => {
+                return Ok(VersionedUpdateResult::NotOnLatestVersion);
+            }
+            Err(e) => return Err(store_error(e)),
+        };
+        inner.put(to, bytes, None).await
     }
 
     async fn list_objects<'a>(
@@ -288,11 +421,30 @@ impl Storage for ObjectStoreStorage {
 
     async fn delete_batch(
         &self,
-        _: &Settings,
-        _: &str,
-        _: Vec<(String, u64)>,
+        _settings: &Settings,
+        prefix: &str,
+        batch: Vec<(String, u64)>,
     ) -> StorageResult<DeleteObjectsResult> {
-        read_only()
+        let inner = self.inner()?;
+        if !inner.writable {
+            return read_only();
+        }
+        let mut result = DeleteObjectsResult::default();
+        for (id, size) in batch {
+            match inner
+                .store
+                .delete(&inner.path(&format!("{prefix}/{id}")))
+                .await
+            {
+                Ok(()) => {
+                    result.deleted_objects += 1;
+                    result.deleted_bytes += size;
+                }
+                Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(store_error(e)),
+            }
+        }
+        Ok(result)
     }
 
     async fn get_object_last_modified(

@@ -27,8 +27,19 @@ use crate::table::{ColumnSource, TableModel};
 
 /// Appends `stream` (rows of `model`'s schema) to `model`'s store; returns the rows appended.
 pub(crate) async fn append(model: &TableModel, stream: SendableRecordBatchStream) -> Result<u64> {
+    let target = Target::in_place(&model.store, &WriteOptions::default());
+    append_into(model, stream, target).await
+}
+
+/// [`append`] through `target` (a session of an Icechunk repository's branch, committed on
+/// success).
+pub(crate) async fn append_into(
+    model: &TableModel,
+    stream: SendableRecordBatchStream,
+    target: Target,
+) -> Result<u64> {
     let columns = plan(model)?;
-    let target = Arc::new(Target::in_place(&model.store, &WriteOptions::default()));
+    let target = Arc::new(target);
     let result = append_rows(model, &columns, stream, &target).await;
     super::table_writer::finish(target, result).await
 }

@@ -200,6 +200,8 @@ pub struct AppendSink {
     options: crate::ZarrOptions,
     schema: SchemaRef,
     grown: Arc<std::sync::Mutex<Option<Arc<crate::table::TableModel>>>>,
+    /// An Icechunk table read at the tip of a branch: the branch the rows are committed to.
+    branch: Option<String>,
 }
 
 impl AppendSink {
@@ -216,7 +218,81 @@ impl AppendSink {
             options,
             schema: all_nullable(&schema),
             grown,
+            branch: None,
         }
+    }
+
+    /// The sink of a table on an Icechunk repository, opened at the tip of `branch`.
+    pub(crate) fn on_branch(mut self, branch: Option<String>) -> Self {
+        self.branch = branch;
+        self
+    }
+
+    /// Checks that `table` still has the columns the rows were planned for.
+    fn check_schema(&self, table: &crate::ZarrTable) -> Result<()> {
+        if all_nullable(&table.schema()) != self.schema {
+            return Err(DataFusionError::Plan(format!(
+                "{}: the store changed since the table was opened (its columns are now {}); \
+                 register it again",
+                self.shown,
+                table.schema()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Appends to a table on an Icechunk repository: in a session of the branch the table was
+    /// opened at, committed once; the table then reads the new tip.
+    #[cfg(feature = "icechunk")]
+    async fn append_to_repository(
+        &self,
+        data: SendableRecordBatchStream,
+        runtime: &Arc<datafusion::execution::runtime_env::RuntimeEnv>,
+    ) -> Result<u64> {
+        let Some(branch) = self.branch.clone() else {
+            return Err(DataFusionError::Plan(format!(
+                "cannot INSERT INTO {}: it reads a fixed snapshot of an Icechunk repository \
+                 (by tag, snapshot or as_of); open it at a branch (option branch, default \
+                 main) to commit rows to it",
+                self.shown
+            )));
+        };
+        let store = crate::store::ZarrStore::open(runtime, &self.url, &self.options.storage)?;
+        let Some(write) = crate::icechunk::RepositoryWrite::open(&store, &branch).await? else {
+            return Err(DataFusionError::Plan(format!(
+                "{}: no Icechunk repository is there any more",
+                self.shown
+            )));
+        };
+        // The rows go after the branch's tip as it is now (which may have moved on since the
+        // table was opened): the table at that snapshot plans the append.
+        let mut at_tip = self.options.clone();
+        at_tip.snapshot = Some(write.base().await);
+        let table = crate::ZarrTable::open(runtime, &self.url, at_tip).await?;
+        self.check_schema(&table)?;
+        let message = "INSERT INTO by datafusion-zarr".to_string();
+        let target = super::target::Target::in_repository(&store, write, message);
+        let rows = super::append::append_into(table.model(), data, target).await?;
+        let mut grown = self.options.clone();
+        grown.snapshot = None;
+        grown.branch = Some(branch);
+        let grown = crate::ZarrTable::open(runtime, &self.url, grown).await?;
+        if let Ok(mut slot) = self.grown.lock() {
+            *slot = Some(grown.model().clone());
+        }
+        Ok(rows)
+    }
+
+    #[cfg(not(feature = "icechunk"))]
+    async fn append_to_repository(
+        &self,
+        _data: SendableRecordBatchStream,
+        _runtime: &Arc<datafusion::execution::runtime_env::RuntimeEnv>,
+    ) -> Result<u64> {
+        Err(DataFusionError::Plan(format!(
+            "cannot INSERT INTO {}: this build writes no Icechunk repository",
+            self.shown
+        )))
     }
 }
 
@@ -248,15 +324,11 @@ impl DataSink for AppendSink {
         context: &Arc<TaskContext>,
     ) -> Result<u64> {
         let runtime = context.runtime_env();
-        let table = crate::ZarrTable::open(&runtime, &self.url, self.options.clone()).await?;
-        if all_nullable(&table.schema()) != self.schema {
-            return Err(DataFusionError::Plan(format!(
-                "{}: the store changed since the table was opened (its columns are now {}); \
-                 register it again",
-                self.shown,
-                table.schema()
-            )));
+        if self.options.snapshot.is_some() {
+            return self.append_to_repository(data, &runtime).await;
         }
+        let table = crate::ZarrTable::open(&runtime, &self.url, self.options.clone()).await?;
+        self.check_schema(&table)?;
         let rows = super::append::append(table.model(), data).await?;
         let grown = crate::ZarrTable::open(&runtime, &self.url, self.options.clone()).await?;
         if let Ok(mut slot) = self.grown.lock() {

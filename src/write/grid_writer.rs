@@ -48,6 +48,7 @@ pub(crate) async fn write_grid(
     let schema = stream.schema();
     let layout = GridLayout::new(&schema, options)?;
     let target = Arc::new(Target::create(runtime, location, options).await?);
+    let options = &target.options_for(options);
     let mut pipeline = Pipeline::new(target.clone());
     let result = write_grid_with(runtime, layout, stream, &target, options, &mut pipeline).await;
     if result.is_err() {

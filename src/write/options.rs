@@ -92,6 +92,16 @@ pub const WRITE_OPTIONS: &[WriteOptionDoc] = &[
         "what a NULL becomes in an integer, boolean, string or binary column (then its fill value and `_FillValue`); without it such a NULL is an error",
     ),
     doc(
+        "branch",
+        "a branch name, default `main`",
+        "Icechunk repositories: the branch the write commits to (it must exist)",
+    ),
+    doc(
+        "message",
+        "text, default `COPY by datafusion-zarr`",
+        "Icechunk repositories: the commit's message",
+    ),
+    doc(
         "max_cells",
         "cells, default 1000000000",
         "the largest grid the N-D layout writes",
@@ -187,6 +197,10 @@ pub struct WriteOptions {
     pub null_value: Option<String>,
     /// The largest N-D grid, in cells.
     pub max_cells: u64,
+    /// Icechunk: the branch committed to (`None`: `main`).
+    pub branch: Option<String>,
+    /// Icechunk: the commit's message (`None`: the default).
+    pub message: Option<String>,
     /// The object store's options (`aws.*`, …).
     pub storage: StorageOptions,
 }
@@ -214,6 +228,8 @@ impl Default for WriteOptions {
             truncate_strings: false,
             null_value: None,
             max_cells: 1_000_000_000,
+            branch: None,
+            message: None,
             storage: StorageOptions::default(),
         }
     }
@@ -278,6 +294,10 @@ impl WriteOptions {
                 self.compression_level = Some(level.map_err(|_| bad(key, value, "a number"))?);
             }
             "consolidated" => self.consolidated = boolean(key, value)?,
+            "branch" => {
+                self.branch = crate::options::parse_version_name(key, text)?;
+            }
+            "message" => self.message = Some(text.to_string()),
             "attributes" => match serde_json::from_str::<Value>(text) {
                 Ok(Value::Object(map)) => self.attributes = map,
                 _ => return Err(bad(key, value, "a JSON object")),

@@ -55,6 +55,7 @@ pub async fn write_zarr_in(
         return super::grid_writer::write_grid(runtime, stream, location, options).await;
     }
     let target = Arc::new(Target::create(runtime, location, options).await?);
+    let options = &target.options_for(options);
     let result = write_table(stream, &target, options).await;
     finish(target, result).await
 }

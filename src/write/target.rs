@@ -3,7 +3,9 @@
 //! moved into place ([`AtomicDirectory`]); a new remote store is written in place, metadata
 //! last, and its objects removed if the write fails; an existing remote store being replaced
 //! is written below a hidden prefix beside it and copied over it only when complete; an
-//! append writes in place, its new chunks first and the grown metadata last.
+//! append writes in place, its new chunks first and the grown metadata last. Into an
+//! Icechunk repository, everything goes into a writable session of a branch, committed once
+//! at the end (`icechunk/commit.rs`).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,7 +21,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use super::atomic_directory::AtomicDirectory;
 use super::options::{WriteMode, WriteOptions};
 use crate::error::{Result, ZarrError};
-use crate::object_stores::redact_text;
+use crate::object_stores::{StorageOptions, redact_text};
 use crate::store::ZarrStore;
 
 /// A hidden prefix beside `root` (`.name.<pid>-<nanos>.<what>`), for a staged store or the
@@ -74,6 +76,13 @@ enum Staging {
     },
     /// Into an existing store (an append): new objects are removed if the write fails.
     InPlace,
+    /// Into a session of an Icechunk repository's branch, committed on success (nothing
+    /// is visible before).
+    #[cfg(feature = "icechunk")]
+    Repository {
+        write: Box<crate::icechunk::RepositoryWrite>,
+        message: String,
+    },
 }
 
 /// The objects of one write.
@@ -120,7 +129,7 @@ impl Target {
         options: &WriteOptions,
     ) -> Result<Self> {
         if let Some(path) = local_path(location)? {
-            return Self::create_local(&path, options);
+            return Self::create_local(runtime, location, &path, options).await;
         }
         let store = ZarrStore::open(runtime, location, &options.storage)?;
         let shown = store.display_location().to_string();
@@ -146,6 +155,15 @@ impl Target {
         };
         let exists = target.is_store(&root).await?;
         let occupied = exists || target.any_object(&root).await?;
+        if !exists && occupied {
+            // Not a store: perhaps an Icechunk repository.
+            if let Some(staging) = repository_staging(&store, options).await? {
+                target.staging = staging;
+                target.prepare_repository(options).await?;
+                return Ok(target);
+            }
+        }
+        refuse_repository_options(&shown_of(&target), options)?;
         match (exists, occupied, options.mode) {
             (_, false, _) => {}
             (false, true, _) => {
@@ -167,7 +185,12 @@ impl Target {
         Ok(target)
     }
 
-    fn create_local(path: &std::path::Path, options: &WriteOptions) -> Result<Self> {
+    async fn create_local(
+        runtime: &RuntimeEnv,
+        location: &str,
+        path: &std::path::Path,
+        options: &WriteOptions,
+    ) -> Result<Self> {
         let error = |message: String| ZarrError::Write {
             target: path.display().to_string(),
             message,
@@ -177,6 +200,26 @@ impl Target {
             let empty = std::fs::read_dir(path)
                 .map(|mut entries| entries.next().is_none())
                 .unwrap_or(false);
+            if !is_store && !empty {
+                // Not a store: perhaps an Icechunk repository.
+                let store = ZarrStore::open(runtime, location, &options.storage)?;
+                if let Some(staging) = repository_staging(&store, options).await? {
+                    let (objects, root) = store.parts();
+                    let mut target = Self {
+                        store: objects.clone(),
+                        root: root.clone(),
+                        shown: path.display().to_string(),
+                        staging,
+                        written: Mutex::new(Vec::new()),
+                        storage: options.storage.clone(),
+                        done: false,
+                        in_flight: Arc::default(),
+                    };
+                    target.prepare_repository(options).await?;
+                    return Ok(target);
+                }
+            }
+            refuse_repository_options(&path.display().to_string(), options)?;
             match (is_store, empty, options.mode) {
                 (_, true, _) | (true, _, WriteMode::Overwrite) => {}
                 (true, _, WriteMode::Error) => {
@@ -191,6 +234,7 @@ impl Target {
                 }
             }
         }
+        refuse_repository_options(&path.display().to_string(), options)?;
         let directory = AtomicDirectory::new(path)?;
         let store = LocalFileSystem::new_with_prefix(directory.temp_path())
             .map_err(|e| error(e.to_string()))?;
@@ -221,6 +265,79 @@ impl Target {
         }
     }
 
+    /// A session of an Icechunk repository's branch, to append to (`INSERT INTO`).
+    #[cfg(feature = "icechunk")]
+    pub(crate) fn in_repository(
+        store: &ZarrStore,
+        write: crate::icechunk::RepositoryWrite,
+        message: String,
+    ) -> Self {
+        let (object_store, root) = store.parts();
+        Self {
+            store: object_store.clone(),
+            root: root.clone(),
+            shown: store.display_location().to_string(),
+            staging: Staging::Repository {
+                write: Box::new(write),
+                message,
+            },
+            written: Mutex::new(Vec::new()),
+            storage: StorageOptions::default(),
+            done: false,
+            in_flight: Arc::default(),
+        }
+    }
+
+    /// Whether the write goes into an Icechunk repository.
+    pub(crate) fn in_a_repository(&self) -> bool {
+        #[cfg(feature = "icechunk")]
+        if let Staging::Repository { .. } = self.staging {
+            return true;
+        }
+        false
+    }
+
+    /// `options` as this target takes them: a repository's group holds no consolidated
+    /// metadata (its snapshot lists its nodes; a later write by icechunk's own writers
+    /// would leave a copy stale).
+    pub(crate) fn options_for(&self, options: &WriteOptions) -> WriteOptions {
+        let mut options = options.clone();
+        if self.in_a_repository() {
+            options.consolidated = false;
+        }
+        options
+    }
+
+    /// Checks what a repository's branch holds against `options` (a store there is replaced
+    /// only with `mode 'overwrite'`; Zarr V2 cannot go in).
+    #[cfg(feature = "icechunk")]
+    async fn prepare_repository(&mut self, options: &WriteOptions) -> Result<()> {
+        let Staging::Repository { write, .. } = &self.staging else {
+            return Ok(());
+        };
+        if options.zarr_format == super::options::ZarrVersion::V2 {
+            return Err(self.error(
+                "an Icechunk repository holds Zarr V3 only (zarr_format 3, the default)".into(),
+            ));
+        }
+        if write.is_empty().await? {
+            return Ok(());
+        }
+        match options.mode {
+            WriteMode::Error => Err(self.error(format!(
+                "branch '{}' of this Icechunk repository holds a Zarr store (give mode \
+                 'overwrite' to replace it in a new snapshot)",
+                write.branch()
+            ))),
+            WriteMode::Overwrite => write.clear().await,
+        }
+    }
+
+    #[cfg(not(feature = "icechunk"))]
+    async fn prepare_repository(&mut self, _options: &WriteOptions) -> Result<()> {
+        Ok(())
+    }
+
     /// The error of this write.
     pub(crate) fn error(&self, message: String) -> ZarrError {
         ZarrError::Write {
@@ -244,6 +361,10 @@ impl Target {
 
     /// Writes the object `key` (relative to the store root).
     pub(crate) async fn put(&self, key: &str, bytes: Bytes) -> Result<()> {
+        #[cfg(feature = "icechunk")]
+        if let Staging::Repository { write, .. } = &self.staging {
+            return write.put(key, bytes).await;
+        }
         if let Staging::Local(directory) = &self.staging {
             // A file of the hidden directory, written on the blocking pool and counted until
             // done (object_store's local put would go on writing after a cancel unseen).
@@ -283,6 +404,10 @@ impl Target {
     /// Rewrites the existing object `key` (an append's boundary chunk and metadata): a failed
     /// write does not remove it.
     pub(crate) async fn replace(&self, key: &str, bytes: Bytes) -> Result<()> {
+        #[cfg(feature = "icechunk")]
+        if let Staging::Repository { write, .. } = &self.staging {
+            return write.put(key, bytes).await;
+        }
         self.store
             .put(&self.path(key)?, PutPayload::from_bytes(bytes))
             .await
@@ -292,6 +417,10 @@ impl Target {
 
     /// Reads the object `key` of the store written to (appends read the last chunk).
     pub(crate) async fn get(&self, key: &str) -> Result<Option<Bytes>> {
+        #[cfg(feature = "icechunk")]
+        if let Staging::Repository { write, .. } = &self.staging {
+            return write.get(key).await;
+        }
         if let Staging::Local(directory) = &self.staging {
             let path = self.path(key)?;
             let file = path
@@ -342,6 +471,13 @@ impl Target {
         match staging {
             Staging::Local(directory) => directory.commit()?,
             Staging::Direct | Staging::InPlace => {}
+            #[cfg(feature = "icechunk")]
+            Staging::Repository { write, message } => {
+                let committed = write.commit(&message).await;
+                // The chunk objects are removed by the abort that follows a failure.
+                self.staging = Staging::Repository { write, message };
+                committed?;
+            }
             Staging::Beside { target } => {
                 let copied = self.copy_over(&target).await;
                 // The staged objects are removed by the abort that follows a failure.
@@ -446,6 +582,12 @@ impl Target {
             // The hidden directory goes with the AtomicDirectory.
             return;
         }
+        #[cfg(feature = "icechunk")]
+        if let Staging::Repository { write, .. } = &self.staging {
+            // Nothing was committed; the chunk objects no snapshot refers to go.
+            write.abort().await;
+            return;
+        }
         for path in written {
             let _ = self.store.delete(&path).await;
         }
@@ -468,11 +610,15 @@ impl Drop for Target {
         if self.done {
             return;
         }
-        let written = self
+        let mut written = self
             .written
             .lock()
             .map(|mut w| std::mem::take(&mut *w))
             .unwrap_or_default();
+        #[cfg(feature = "icechunk")]
+        if let Staging::Repository { write, .. } = &self.staging {
+            written = write.made().1;
+        }
         if written.is_empty() {
             return;
         }
@@ -485,6 +631,56 @@ impl Drop for Target {
             });
         }
     }
+}
+
+/// The staging of a write into the Icechunk repository at `store`, or `None` if none is there.
+#[cfg(feature = "icechunk")]
+async fn repository_staging(store: &ZarrStore, options: &WriteOptions) -> Result<Option<Staging>> {
+    let branch = options.branch.as_deref().unwrap_or("main");
+    let Some(write) = crate::icechunk::RepositoryWrite::open(store, branch).await? else {
+        return Ok(None);
+    };
+    let message = (options.message.clone()).unwrap_or_else(|| DEFAULT_MESSAGE.to_string());
+    Ok(Some(Staging::Repository {
+        write: Box::new(write),
+        message,
+    }))
+}
+
+/// Without Icechunk, a repository at `store` is an error that says so.
+#[cfg(not(feature = "icechunk"))]
+async fn repository_staging(store: &ZarrStore, _options: &WriteOptions) -> Result<Option<Staging>> {
+    crate::icechunk::refuse_without_feature(store).await?;
+    Ok(None)
+}
+
+/// The message of a commit that `message` does not name.
+pub(crate) const DEFAULT_MESSAGE: &str = "COPY by datafusion-zarr";
+
+/// `branch` and `message` name a commit: for a target that is not a repository, an error.
+fn refuse_repository_options(shown: &str, options: &WriteOptions) -> Result<()> {
+    let given: Vec<&str> = [
+        ("branch", options.branch.is_some()),
+        ("message", options.message.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(key, set)| set.then_some(key))
+    .collect();
+    if given.is_empty() {
+        return Ok(());
+    }
+    Err(ZarrError::Write {
+        target: shown.to_string(),
+        message: format!(
+            "{} name a commit to an Icechunk repository, and no repository is there (create one \
+             with icechunk's `Repository.create`, then write to it)",
+            given.join(" and ")
+        ),
+    })
+}
+
+fn shown_of(target: &Target) -> String {
+    target.shown.clone()
 }
 
 /// The local directory `location` names (a path or a `file://` URL), or `None` for a URL of

@@ -13,6 +13,8 @@ mod fixtures;
 mod fuzz_regressions;
 #[cfg(feature = "icechunk")]
 mod icechunk;
+#[cfg(feature = "icechunk")]
+mod icechunk_write;
 mod io;
 mod limits;
 mod malformed;
