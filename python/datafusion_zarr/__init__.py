@@ -187,7 +187,9 @@ def write_zarr(
     (``{"aws.region": "eu-west-1"}``, the keys of ``read``). ``options`` are those of
     ``COPY ... STORED AS ZARR`` (docs/writing.md): ``zarr_format``, ``chunk_rows``,
     ``compression``, ``string_length``, ``dimensions`` and the others; an unknown one is an
-    error listing them. The GIL is released while writing.
+    error listing them. The GIL is released while writing. A ``location`` that holds an
+    Icechunk repository gets one commit on ``branch`` (default ``"main"``) with ``message``
+    (docs/icechunk.md).
 
     datafusion-python cannot register a file format across DataFusion's FFI, so ``COPY`` to
     ``STORED AS ZARR`` in a datafusion-python session is not available; this is its way.
