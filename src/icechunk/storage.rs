@@ -13,9 +13,12 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt, TryStreamExt};
+use std::num::NonZeroU64;
+
 use icechunk::storage::{
-    DeleteObjectsResult, ETag, Generation, GetModifiedResult, ListInfo, Settings, Storage,
-    StorageError, StorageErrorKind, StorageInfo, StorageResult, VersionInfo, VersionedUpdateResult,
+    ConcurrencySettings, DeleteObjectsResult, ETag, Generation, GetModifiedResult, ListInfo,
+    Settings, Storage, StorageError, StorageErrorKind, StorageInfo, StorageResult, VersionInfo,
+    VersionedUpdateResult,
 };
 use object_store::path::Path;
 use object_store::{
@@ -163,6 +166,38 @@ impl Inner {
 /// The file of a spec 2 repository that names its branches, tags and snapshots.
 const REPO_FILE: &str = "repo";
 
+/// Checks that the icechunk file `bytes` (read whole from `key`) decompresses to at most
+/// `limit` bytes. icechunk decompresses its snapshots, manifests, transaction logs and `repo`
+/// file whole (`zstd::decode_all`), with no bound: a small file could ask for gigabytes. The
+/// check decompresses it once more, into nothing, and stops after `limit` bytes; a file that
+/// is not a compressed icechunk file, or that does not decode, is left to icechunk's reader
+/// (which reports it).
+fn check_decompressed_size(key: &str, bytes: &[u8], limit: u64) -> StorageResult<()> {
+    use icechunk::format::format_constants::{
+        CompressionAlgorithmBin, ICECHUNK_COMPRESSION_OFFSET, ICECHUNK_FILE_HEADER_LEN,
+        ICECHUNK_FORMAT_MAGIC_BYTES,
+    };
+    let compressed =
+        bytes.get(ICECHUNK_COMPRESSION_OFFSET) == Some(&(CompressionAlgorithmBin::Zstd as u8));
+    let (true, Some(body)) = (
+        bytes.starts_with(ICECHUNK_FORMAT_MAGIC_BYTES) && compressed,
+        bytes.get(ICECHUNK_FILE_HEADER_LEN..),
+    ) else {
+        return Ok(());
+    };
+    let Ok(decoder) = zstd::stream::read::Decoder::new(body) else {
+        return Ok(());
+    };
+    let mut bounded = std::io::Read::take(decoder, limit.saturating_add(1));
+    match std::io::copy(&mut bounded, &mut std::io::sink()) {
+        Ok(size) if size > limit => Err(failed(format!(
+            "'{key}' decompresses to more than {limit} bytes (max_metadata_bytes, or \
+             max_chunk_bytes for a manifest)"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// The whole object at `key` within its size limit, read at once, with its version.
 async fn read_whole(inner: &Inner, key: &str) -> StorageResult<(Bytes, VersionInfo)> {
     let result = inner
@@ -180,6 +215,7 @@ async fn read_whole(inner: &Inner, key: &str) -> StorageResult<(Bytes, VersionIn
     }
     let version = version_of(&result.meta);
     let bytes = result.bytes().await.map_err(store_error)?;
+    check_decompressed_size(key, &bytes, limit)?;
     inner.remember(key, &bytes, &version);
     Ok((bytes, version))
 }
@@ -302,6 +338,20 @@ impl Storage for ObjectStoreStorage {
         }
     }
 
+    /// icechunk's defaults, but a manifest (at most `max_chunk_bytes`) read in one request,
+    /// so that its decompressed size can be checked (`check_decompressed_size`).
+    async fn default_settings(&self) -> StorageResult<Settings> {
+        let inner = self.inner()?;
+        let whole = NonZeroU64::new(inner.max_manifest_bytes.max(1)).unwrap_or(NonZeroU64::MIN);
+        Ok(Settings {
+            concurrency: Some(ConcurrencySettings {
+                ideal_concurrent_request_size: Some(whole),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+    }
+
     async fn can_write(&self) -> StorageResult<bool> {
         Ok(self.inner()?.writable)
     }
@@ -319,15 +369,40 @@ impl Storage for ObjectStoreStorage {
         let Some(range) = range else {
             // A whole file: held to the limits before its body is read.
             let (bytes, version) = match inner.remembered(key) {
-                Some(Some(kept)) => kept,
+                Some(Some(kept)) => {
+                    check_decompressed_size(key, &kept.0, inner.limit(key))?;
+                    kept
+                }
                 Some(None) => return Err(StorageError::capture(StorageErrorKind::ObjectNotFound)),
                 None => read_whole(inner, key).await?,
             };
             let stream = futures::stream::once(async move { Ok(bytes) });
             return Ok((Box::pin(stream), version));
         };
-        // A range is a chunk of the repository's own objects, held to `max_chunk_bytes` by its
-        // size in the manifest before it was asked for (see `snapshot_store`).
+        if key.starts_with("manifests/") && range.start == 0 {
+            // A manifest, read whole in one range (see `default_settings`): held to
+            // `max_chunk_bytes`, compressed and decompressed.
+            let length = range.end.saturating_sub(range.start);
+            if length > inner.max_manifest_bytes {
+                return Err(failed(format!(
+                    "'{key}' is {length} bytes, more than the limit of {} (max_chunk_bytes)",
+                    inner.max_manifest_bytes
+                )));
+            }
+            let options = GetOptions {
+                range: Some(GetRange::Bounded(range.clone())),
+                ..Default::default()
+            };
+            let result =
+                (inner.store.get_opts(&inner.path(key), options).await).map_err(store_error)?;
+            let version = version_of(&result.meta);
+            let bytes = result.bytes().await.map_err(store_error)?;
+            check_decompressed_size(key, &bytes, inner.max_manifest_bytes)?;
+            let stream = futures::stream::once(async move { Ok(bytes) });
+            return Ok((Box::pin(stream), version));
+        }
+        // Any other range is a chunk of the repository's own objects, held to `max_chunk_bytes`
+        // by its size in the manifest before it was asked for (see `snapshot_store`).
         let options = GetOptions {
             range: Some(GetRange::Bounded(range.clone())),
             ..Default::default()
@@ -472,7 +547,10 @@ impl Storage for ObjectStoreStorage {
             Some(Some((_, kept))) if previous_version.is_some_and(|v| v.etag() == kept.etag()) => {
                 return Ok(GetModifiedResult::OnLatestVersion);
             }
-            Some(Some(kept)) => kept,
+            Some(Some(kept)) => {
+                check_decompressed_size(key, &kept.0, inner.limit(key))?;
+                kept
+            }
             Some(None) => return Err(StorageError::capture(StorageErrorKind::ObjectNotFound)),
             None => {
                 let options = GetOptions {
@@ -491,6 +569,7 @@ impl Storage for ObjectStoreStorage {
                         }
                         let version = version_of(&result.meta);
                         let bytes = result.bytes().await.map_err(store_error)?;
+                        check_decompressed_size(key, &bytes, limit)?;
                         inner.remember(key, &bytes, &version);
                         (bytes, version)
                     }

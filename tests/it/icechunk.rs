@@ -469,6 +469,46 @@ async fn corrupt_repository_files_are_errors() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_that_decompresses_past_the_limit_is_refused() {
+    // Each snapshot (or manifest) replaced by its header and 2 MiB of zeros compressed to
+    // about a hundred bytes, padded to the file's size with a skippable zstd frame (the
+    // snapshot gives each manifest's size): icechunk would decompress it whole; the limit
+    // refuses it first.
+    let bomb = zstd::encode_all(&vec![0u8; 2 << 20][..], 19).unwrap();
+    for (sub, limit) in [
+        ("snapshots", "max_metadata_bytes"),
+        ("manifests", "max_chunk_bytes"),
+    ] {
+        let (_dir, repo) = copy("strings.icechunk");
+        for file in files_in(&repo, sub) {
+            let mut bytes = std::fs::read(&file).unwrap();
+            let size = bytes.len();
+            bytes.truncate(39);
+            bytes.extend_from_slice(&bomb);
+            let padding = size
+                .checked_sub(bytes.len() + 8)
+                .expect("room for the padding");
+            bytes.extend_from_slice(&0x184D_2A50u32.to_le_bytes());
+            bytes.extend_from_slice(&(padding as u32).to_le_bytes());
+            bytes.resize(size, 0);
+            std::fs::write(&file, bytes).unwrap();
+        }
+        let e = read(
+            &repo.display().to_string(),
+            "labels",
+            &[],
+            &[(limit.into(), "1000000".into())],
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            e.contains("strings.icechunk") && e.contains("decompresses to more than 1000000"),
+            "{sub}: {e}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chunk_object_shorter_than_its_manifest_says_is_an_error_naming_the_chunk() {
     let (_dir, repo) = copy("strings.icechunk");
     for file in files_in(&repo, "chunks") {
