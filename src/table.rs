@@ -3,9 +3,10 @@
 //! - An array location: one `UInt64` index column per dimension, then the value column.
 //! - A group location: its direct child arrays. A 1-D child named like a dimension of the
 //!   others is a coordinate (xarray's convention) and fills that dimension's column; the
-//!   remaining children are the value columns, sorted by name (or as listed in the `arrays`
-//!   option): those of the most dimensions, of one shape, and 1-D arrays along one of their
-//!   named dimensions, repeated along the others as coordinates are.
+//!   remaining children are the value columns, in the group's order (as its consolidated
+//!   metadata lists them, else by name: `node::discover::in_listed_order`), or as listed in the
+//!   `arrays` option: those of the most dimensions, of one shape, and 1-D arrays along one of
+//!   their named dimensions, repeated along the others as coordinates are.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -155,6 +155,23 @@ async fn open_at(
     Err(ZarrError::metadata(display, NO_NODE))
 }
 
+/// Orders `arrays` as a group's consolidated metadata lists them (`listed`), the order their
+/// writer gave (zarr-python sorts them by name; datafusion-zarr's writer keeps the table's
+/// column order, so that a table reads back as it was written), or by name when the group has
+/// none (a listing's order is the store's, not the writer's).
+fn in_listed_order<'a>(arrays: &mut [ArrayNode], listed: Option<impl Iterator<Item = &'a str>>) {
+    let Some(listed) = listed else {
+        arrays.sort_by(|a, b| a.name.cmp(&b.name));
+        return;
+    };
+    let position: std::collections::HashMap<&str, usize> =
+        listed.enumerate().map(|(i, name)| (name, i)).collect();
+    arrays.sort_by(|a, b| {
+        let at = |x: &ArrayNode| position.get(x.name.as_str()).copied().unwrap_or(usize::MAX);
+        at(a).cmp(&at(b)).then_with(|| a.name.cmp(&b.name))
+    });
+}
+
 /// Why a path holds no node: none of its metadata documents exists.
 const NO_NODE: &str = "no Zarr node here: none of zarr.json, .zarray or .zgroup exists";
 
@@ -278,7 +295,10 @@ async fn open_v3(
                 let found = (&mut arrays, &mut unreadable, &mut groups);
                 open_unconsolidated(store, path, 3, wanted, limits, found).await?;
             }
-            arrays.sort_by(|a, b| a.name.cmp(&b.name));
+            let listed = consolidated
+                .as_ref()
+                .map(|e| e.iter().map(|(name, _)| name.as_str()));
+            in_listed_order(&mut arrays, listed);
             characters::keep_stackable(&mut arrays);
             unreadable.sort_by(|a, b| a.name.cmp(&b.name));
             groups.sort();
@@ -593,6 +613,8 @@ async fn open_v2_group(
     let (mut arrays, mut unreadable, mut groups) = (Vec::new(), Vec::new(), Vec::new());
     // zarr-python 2's consolidated metadata lives in `.zmetadata` at the store root.
     let consolidated = fetch(store, ".zmetadata", limits).await?;
+    // The children in the order `.zmetadata` lists them.
+    let mut listed: Option<Vec<String>> = None;
     if let Some(text) = consolidated {
         let invalid = |e: serde_json::Error| {
             let message = format!("invalid .zmetadata: {e}");
@@ -611,10 +633,15 @@ async fn open_v2_group(
             }
             None => Vec::new(),
         };
-        let names = entries.iter().filter_map(|(k, _)| child_of(k, &prefix));
-        let mut names: Vec<&str> = names.collect();
-        names.sort_unstable();
-        names.dedup();
+        // Each child once, in the order the document lists them.
+        let mut names: Vec<&str> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for name in entries.iter().filter_map(|(k, _)| child_of(k, &prefix)) {
+            if seen.insert(name) {
+                names.push(name);
+            }
+        }
+        listed = Some(names.iter().map(|n| n.to_string()).collect());
         if metadata.is_empty() {
             let found = (&mut arrays, &mut unreadable, &mut groups);
             open_unconsolidated(store, path, 2, wanted, limits, found).await?;
@@ -637,7 +664,10 @@ async fn open_v2_group(
         let found = (&mut arrays, &mut unreadable, &mut groups);
         open_unconsolidated(store, path, 2, wanted, limits, found).await?;
     }
-    arrays.sort_by(|a, b| a.name.cmp(&b.name));
+    in_listed_order(
+        &mut arrays,
+        listed.as_ref().map(|n| n.iter().map(String::as_str)),
+    );
     characters::keep_stackable(&mut arrays);
     unreadable.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Node::Group(GroupNode {

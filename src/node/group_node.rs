@@ -40,7 +40,7 @@ pub struct GroupNode {
     pub zarr_format: u8,
     /// Group attributes.
     pub attributes: Attributes,
-    /// Direct child arrays, sorted by name.
+    /// Direct child arrays, as the consolidated metadata lists them, else sorted by name.
     pub arrays: Vec<ArrayNode>,
     /// Direct child arrays whose metadata is invalid, sorted by name: the group stays
     /// readable (its other arrays can be named), and a table of it all names them.

@@ -83,6 +83,33 @@ fn column_of(batches: &[arrow::array::RecordBatch], name: &str) -> arrow::array:
 }
 
 #[tokio::test]
+async fn the_columns_read_back_in_the_order_they_were_written() {
+    // The order the group's consolidated metadata lists its arrays (V3 and V2); without
+    // consolidated metadata the store lists them by name.
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("'zarr_format' '3'", ["zeta", "alpha", "mid"]),
+        ("'zarr_format' '2'", ["zeta", "alpha", "mid"]),
+        ("'consolidated' 'false'", ["alpha", "mid", "zeta"]),
+    ];
+    for (i, (options, want)) in cases.into_iter().enumerate() {
+        let store = dir.path().join(format!("order{i}.zarr"));
+        copy(&format!(
+            "COPY (SELECT 3 AS zeta, 'x' AS alpha, 2.0 AS mid) TO '{}' STORED AS ZARR \
+             OPTIONS ({options})",
+            store.display()
+        ))
+        .await
+        .unwrap();
+        let sql = format!("SELECT * FROM read_zarr('{}')", store.display());
+        let batches = query(&context(), &sql).await.unwrap();
+        let schema = batches[0].schema();
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        assert_eq!(names, [&["index"][..], &want[..]].concat(), "{options}");
+    }
+}
+
+#[tokio::test]
 async fn what_zarr_cannot_hold_is_an_error_naming_the_column_and_row() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("out.zarr");
