@@ -64,7 +64,8 @@ pub struct ConvertArgs {
     /// (newline-delimited), or a Zarr store (a directory or URL).
     input: String,
     /// The output: OUT.parquet or OUT.zarr, written beside the target and moved into place
-    /// when complete (an existing store only with -w mode=overwrite).
+    /// when complete (an existing store only with -w mode=overwrite); an Icechunk repository
+    /// (OUT.icechunk) gets one commit (-w branch=…, -w message=…).
     output: String,
     /// The input's format, instead of the guess from its name.
     #[arg(long, value_enum, value_name = "FORMAT")]
@@ -225,10 +226,12 @@ fn output_format(args: &ConvertArgs) -> Result<OutputFormat> {
     }
     match extension(&args.output).as_deref() {
         Some("parquet") => Ok(OutputFormat::Parquet),
-        Some("zarr") => Ok(OutputFormat::Zarr),
+        // An Icechunk repository gets a commit (docs/icechunk.md).
+        Some("zarr" | "icechunk") => Ok(OutputFormat::Zarr),
         _ => Err(plan(format!(
             "{}: the output's format comes from its extension, .parquet (a Parquet file) or \
-             .zarr (a Zarr store); name one of those, or give --to parquet|zarr",
+             .zarr (a Zarr store; .icechunk, an Icechunk repository); name one of those, or \
+             give --to parquet|zarr",
             args.output
         ))),
     }
@@ -320,7 +323,7 @@ fn format_of_extension(ext: &str) -> Option<InputFormat> {
         "parquet" => Some(InputFormat::Parquet),
         "csv" => Some(InputFormat::Csv),
         "json" | "ndjson" | "jsonl" => Some(InputFormat::Json),
-        "zarr" => Some(InputFormat::Zarr),
+        "zarr" | "icechunk" => Some(InputFormat::Zarr),
         _ => None,
     }
 }
