@@ -291,6 +291,7 @@ impl ZarrStore {
     }
 
     /// This store, a snapshot read as the tip of `branch`.
+    #[cfg_attr(not(feature = "icechunk"), allow(dead_code))]
     pub(crate) fn on_branch(mut self, branch: Option<String>) -> Self {
         self.branch = branch;
         self

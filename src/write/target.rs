@@ -21,7 +21,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use super::atomic_directory::AtomicDirectory;
 use super::options::{WriteMode, WriteOptions};
 use crate::error::{Result, ZarrError};
-use crate::object_stores::{StorageOptions, redact_text};
+use crate::object_stores::redact_text;
 use crate::store::ZarrStore;
 
 /// A hidden prefix beside `root` (`.name.<pid>-<nanos>.<what>`), for a staged store or the
@@ -282,7 +282,7 @@ impl Target {
                 message,
             },
             written: Mutex::new(Vec::new()),
-            storage: StorageOptions::default(),
+            storage: crate::object_stores::StorageOptions::default(),
             done: false,
             in_flight: Arc::default(),
         }
@@ -610,15 +610,17 @@ impl Drop for Target {
         if self.done {
             return;
         }
-        let mut written = self
+        let written = self
             .written
             .lock()
             .map(|mut w| std::mem::take(&mut *w))
             .unwrap_or_default();
+        // Into a repository: the chunk objects the write made.
         #[cfg(feature = "icechunk")]
-        if let Staging::Repository { write, .. } = &self.staging {
-            written = write.made().1;
-        }
+        let written = match &self.staging {
+            Staging::Repository { write, .. } => write.made().1,
+            _ => written,
+        };
         if written.is_empty() {
             return;
         }
@@ -655,6 +657,7 @@ async fn repository_staging(store: &ZarrStore, _options: &WriteOptions) -> Resul
 }
 
 /// The message of a commit that `message` does not name.
+#[cfg(feature = "icechunk")]
 pub(crate) const DEFAULT_MESSAGE: &str = "COPY by datafusion-zarr";
 
 /// `branch` and `message` name a commit: for a target that is not a repository, an error.
