@@ -16,7 +16,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use tokio::sync::RwLock;
 
 use super::layout::{self, Layout};
-use super::repository::{NEWEST_SPEC_VERSION, repository_error};
+use super::repository::{check_spec_version, repository_error};
 use super::snapshot_store::chunk_key;
 use super::storage::ObjectStoreStorage;
 use crate::error::{Result, ZarrError};
@@ -58,15 +58,7 @@ impl RepositoryWrite {
             Layout::Plain => return Ok(None),
             Layout::Repository { spec_version, .. } => spec_version,
         };
-        if spec_version > NEWEST_SPEC_VERSION || spec_version == 0 {
-            return Err(repository_error(
-                store,
-                format!(
-                    "its spec version is {spec_version}; this build writes spec versions 1 to \
-                     {NEWEST_SPEC_VERSION} (icechunk 2.1)"
-                ),
-            ));
-        }
+        check_spec_version(store, spec_version, "writes")?;
         let (objects, root) = store.parts();
         let storage = ObjectStoreStorage::writable(
             Arc::clone(objects),

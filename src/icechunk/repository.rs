@@ -21,7 +21,7 @@ use crate::options::{ZarrOptions, parse_timestamp};
 use crate::store::ZarrStore;
 
 /// The newest spec version icechunk 2.1.0 reads.
-pub(super) const NEWEST_SPEC_VERSION: u8 = 2;
+const NEWEST_SPEC_VERSION: u8 = 2;
 
 /// A repository opened for reading, with the store it lives in (for its errors).
 pub(super) struct OpenRepository {
@@ -99,6 +99,20 @@ pub(super) fn repository_error(store: &ZarrStore, message: impl Into<String>) ->
     }
 }
 
+/// A repository of a spec version this build `does` (reads, writes) nothing of is an error.
+pub(super) fn check_spec_version(store: &ZarrStore, spec_version: u8, does: &str) -> Result<()> {
+    if spec_version > NEWEST_SPEC_VERSION || spec_version == 0 {
+        return Err(repository_error(
+            store,
+            format!(
+                "its spec version is {spec_version}; this build {does} spec versions 1 to \
+                 {NEWEST_SPEC_VERSION} (icechunk 2.1)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Opens the repository at `store`'s root, read through the store's own object store.
 pub(super) async fn open(
     store: &ZarrStore,
@@ -106,15 +120,7 @@ pub(super) async fn open(
     seen: Seen,
     options: &ZarrOptions,
 ) -> Result<OpenRepository> {
-    if spec_version > NEWEST_SPEC_VERSION || spec_version == 0 {
-        return Err(repository_error(
-            store,
-            format!(
-                "its spec version is {spec_version}; this build reads spec versions 1 to \
-                 {NEWEST_SPEC_VERSION} (icechunk 2.1)"
-            ),
-        ));
-    }
+    check_spec_version(store, spec_version, "reads")?;
     let limits = Limits::of(options);
     let (objects, root) = store.parts();
     let storage = ObjectStoreStorage::new(

@@ -13,7 +13,9 @@ use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion_zarr::{ZarrOptions, ZarrTable};
 use serde_json::Value;
 use zarr_test_support::servers::{location, options, servers};
-use zarr_test_support::{column, context, context_with_partitions, query, root, same, to_json};
+use zarr_test_support::{
+    column, context, context_with_partitions, copy_dir, query, root, same, to_json,
+};
 
 fn repository(name: &str) -> PathBuf {
     root().join("tests/data/icechunk").join(name)
@@ -365,19 +367,6 @@ fn copy(name: &str) -> (tempfile::TempDir, PathBuf) {
     let to = dir.path().join(name);
     copy_dir(&repository(name), &to);
     (dir, to)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 async fn error_of(location: &Path, path: &str, version: &[(&str, &str)]) -> String {

@@ -13,12 +13,12 @@ use std::sync::Arc;
 use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::prelude::SessionContext;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde_json::Value;
 use zarr_test_support::servers::proxy::Proxy;
 use zarr_test_support::servers::{gcs_store_at, object_store_of, options, servers};
-use zarr_test_support::{column, query, root, to_json};
+use zarr_test_support::{column, context_writing_in_order, copy_dir, query, root, to_json};
 
 /// A copy of the fixture repository `name` in a temporary directory.
 fn copy(name: &str) -> (tempfile::TempDir, PathBuf) {
@@ -26,19 +26,6 @@ fn copy(name: &str) -> (tempfile::TempDir, PathBuf) {
     let to = dir.path().join(name);
     copy_dir(&root().join("tests/data/icechunk").join(name), &to);
     (dir, to)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 fn expected() -> Value {
@@ -53,16 +40,6 @@ fn reference(kind: &str, name: &str) -> String {
         .find(|r| r["kind"] == kind && r["name"] == name)
         .unwrap_or_else(|| panic!("{kind} {name}"));
     found["snapshot"].as_str().unwrap().to_string()
-}
-
-/// A session whose writes see rows in query order, `batch` rows at a time.
-fn session(batch: usize) -> SessionContext {
-    let config = SessionConfig::new()
-        .with_target_partitions(1)
-        .with_batch_size(batch);
-    let ctx = SessionContext::new_with_config(config);
-    datafusion_zarr::register(&ctx);
-    ctx
 }
 
 /// 40 rows: a string with non-ASCII letters and emoji, an integer, a float.
@@ -161,7 +138,7 @@ async fn copy_commits_one_snapshot_and_keeps_every_other_version() {
     let dev = reference("branch", "dev");
     let v1 = labels(&location, ", 'tag', 'v1'").await;
     let dev_labels = labels(&location, ", 'branch', 'dev'").await;
-    let ctx = session(7);
+    let ctx = context_writing_in_order(7);
 
     // Branch main holds the fixture's group: replaced only with mode 'overwrite'.
     let refused = run(
@@ -252,7 +229,7 @@ async fn what_a_repository_cannot_take_is_refused_before_anything_is_written() {
     let location = repo.display().to_string();
     let before = history(&location, "main", "").await;
     let files = chunk_files(&repo);
-    let ctx = session(100);
+    let ctx = context_writing_in_order(100);
     let cases = [
         ("'branch' 'nope', 'mode' 'overwrite'", "nope"),
         ("'zarr_format' '2', 'mode' 'overwrite'", "Zarr V3 only"),
@@ -290,7 +267,7 @@ async fn a_failed_copy_commits_nothing_and_leaves_no_chunk_object() {
     let files = chunk_files(&repo);
     // Batches of 7 rows in chunks of 8: chunks are written before row 30 fails.
     let e = run(
-        &session(7),
+        &context_writing_in_order(7),
         &format!(
             "COPY ({ROWS_FAILING}) TO '{location}' STORED AS ZARR OPTIONS ('mode' \
              'overwrite', 'chunk_rows' '8', 'compression' 'none')"
@@ -311,7 +288,7 @@ async fn a_failed_copy_commits_nothing_and_leaves_no_chunk_object() {
 async fn insert_into_a_table_on_a_branch_commits_and_the_table_reads_it() {
     let (_dir, repo) = copy("spec1.icechunk");
     let location = repo.display().to_string();
-    let ctx = session(7);
+    let ctx = context_writing_in_order(7);
     run(
         &ctx,
         &format!(
@@ -493,7 +470,7 @@ async fn copy_and_insert_on_s3_azure_and_gcs() {
         .await;
         let location = zarr_test_support::servers::location(scheme, &s, &prefix);
         let extra = storage_options(&storage);
-        let ctx = session(7);
+        let ctx = context_writing_in_order(7);
         run(
             &ctx,
             &format!(

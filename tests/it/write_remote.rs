@@ -13,27 +13,16 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::prelude::SessionContext;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde_json::Value;
 
 use servers::proxy::{FaultKind, MethodFault, Proxy};
 use servers::{BUCKET, Servers, object_store_of, objects_below, options, servers};
-use zarr_test_support::{column, query, servers, to_json};
+use zarr_test_support::{column, context_writing_in_order, query, servers, to_json};
 
 /// Objects by key (relative to a prefix) and their bytes.
 type Objects = BTreeMap<String, Vec<u8>>;
-
-/// A session that writes rows in the order the query makes them (one partition), in batches
-/// of `batch` rows (small batches: a failing row arrives after chunks were written).
-fn session(batch: usize) -> SessionContext {
-    let config = SessionConfig::new()
-        .with_target_partitions(1)
-        .with_batch_size(batch);
-    let ctx = SessionContext::new_with_config(config);
-    datafusion_zarr::register(&ctx);
-    ctx
-}
 
 /// Rows 0..n: strings with non-ASCII letters, CJK, a ZWJ emoji sequence and emoji, an integer,
 /// a float that is NULL every 4th row, and a timestamp.
@@ -198,7 +187,7 @@ async fn local_objects(first: &str, then: &[&str], options: &str) -> Objects {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("out.zarr");
     let location = store.display().to_string();
-    let ctx = session(8192);
+    let ctx = context_writing_in_order(8192);
     run(&ctx, &copy_sql(first, &location, options))
         .await
         .unwrap_or_else(|e| panic!("local COPY: {e}"));
@@ -252,7 +241,7 @@ async fn copy_to_a_new_store(scheme: &'static str) {
     let select = rows(30);
     let location = place.location("out.zarr");
     run(
-        &session(8192),
+        &context_writing_in_order(8192),
         &copy_sql(&select, &location, &place.options(&[("chunk_rows", "7")])),
     )
     .await
@@ -286,7 +275,7 @@ async fn copy_to_a_new_store(scheme: &'static str) {
 async fn copy_over_an_existing_store(scheme: &'static str) {
     let place = Place::new(scheme, "copy_overwrite");
     let location = place.location("out.zarr");
-    let ctx = session(8192);
+    let ctx = context_writing_in_order(8192);
     run(
         &ctx,
         &copy_sql(&rows(30), &location, &place.options(&[("chunk_rows", "7")])),
@@ -367,7 +356,7 @@ async fn a_failed_copy_leaves_nothing(scheme: &'static str) {
     // are written before row 2950 arrives.
     let fresh = place.location("fresh.zarr");
     let e = run(
-        &session(64),
+        &context_writing_in_order(64),
         &copy_sql(
             &rows_failing_at(3000, 2950),
             &fresh,
@@ -387,14 +376,14 @@ async fn a_failed_copy_leaves_nothing(scheme: &'static str) {
     // (b) Onto an existing store, with mode 'overwrite'.
     let location = place.location("out.zarr");
     run(
-        &session(8192),
+        &context_writing_in_order(8192),
         &copy_sql(&rows(30), &location, &place.options(&[("chunk_rows", "7")])),
     )
     .await
     .unwrap();
     let before = place.everything().await;
     let e = run(
-        &session(64),
+        &context_writing_in_order(64),
         &copy_sql(
             &rows_failing_at(3000, 2950),
             &location,
@@ -418,7 +407,7 @@ async fn a_failed_copy_leaves_nothing(scheme: &'static str) {
 async fn insert_into_a_remote_table(scheme: &'static str) {
     let place = Place::new(scheme, "insert");
     let location = place.location("out.zarr");
-    let ctx = session(16);
+    let ctx = context_writing_in_order(16);
     run(
         &ctx,
         &copy_sql(
@@ -502,7 +491,7 @@ async fn a_prefix_that_is_not_a_store_is_never_replaced(scheme: &'static str) {
     assert_eq!(before.len(), 2, "{scheme}");
     let location = place.location("data");
     let e = run(
-        &session(8192),
+        &context_writing_in_order(8192),
         &copy_sql(&rows(3), &location, &place.options(&[])),
     )
     .await
@@ -510,7 +499,11 @@ async fn a_prefix_that_is_not_a_store_is_never_replaced(scheme: &'static str) {
     assert!(e.contains("not a Zarr store"), "{scheme}: {e}");
     assert_same_objects(&place.everything().await, &before, scheme);
     let overwrite = place.options(&[("mode", "overwrite")]);
-    let result = run(&session(8192), &copy_sql(&rows(3), &location, &overwrite)).await;
+    let result = run(
+        &context_writing_in_order(8192),
+        &copy_sql(&rows(3), &location, &overwrite),
+    )
+    .await;
     let after = place.everything().await;
     assert!(
         result.is_err(),
@@ -622,7 +615,7 @@ async fn transient_put_faults_are_retried_or_leave_nothing() {
     let select = rows(30);
     let location = place.location("out.zarr");
     let result = run(
-        &session(8192),
+        &context_writing_in_order(8192),
         &copy_sql(
             &select,
             &location,
@@ -678,7 +671,7 @@ async fn puts_refused_after_n_leave_no_store_at_a_new_location() {
         proxy.add_method_fault(MethodFault::after(&["PUT"], n, kind));
         let location = place.location(&name);
         let e = run(
-            &session(8192),
+            &context_writing_in_order(8192),
             &copy_sql(
                 &select,
                 &location,
@@ -706,7 +699,7 @@ async fn puts_refused_after_n_leave_no_store_at_a_new_location() {
         ));
         let location = place.location(&name);
         run(
-            &session(8192),
+            &context_writing_in_order(8192),
             &copy_sql(
                 &select,
                 &location,
@@ -737,7 +730,7 @@ async fn puts_refused_while_staging_an_overwrite_keep_the_old_store() {
     let place = Place::new("s3", "faults_staging");
     let location = place.location("out.zarr");
     run(
-        &session(8192),
+        &context_writing_in_order(8192),
         &copy_sql(&rows(30), &location, &place.options(&[("chunk_rows", "7")])),
     )
     .await
@@ -754,7 +747,7 @@ async fn puts_refused_while_staging_an_overwrite_keep_the_old_store() {
         let proxy = Proxy::start(place.s.s3);
         proxy.add_method_fault(MethodFault::after(&["PUT"], n, kind));
         let e = run(
-            &session(8192),
+            &context_writing_in_order(8192),
             &copy_sql(
                 &rows(10),
                 &location,
@@ -793,7 +786,7 @@ async fn refuse_puts_while_committing(
 ) -> (String, Objects, Objects, Objects) {
     let location = place.location("out.zarr");
     run(
-        &session(8192),
+        &context_writing_in_order(8192),
         &copy_sql(&rows(30), &location, &place.options(&[("chunk_rows", "7")])),
     )
     .await
@@ -806,7 +799,7 @@ async fn refuse_puts_while_committing(
         FaultKind::Status(500),
     ));
     let e = run(
-        &session(8192),
+        &context_writing_in_order(8192),
         &copy_sql(
             &rows(10),
             &location,
@@ -877,7 +870,7 @@ async fn a_cancelled_copy_leaves_no_object_and_the_old_store() {
     let place = Place::new("s3", "cancelled");
     let existing = place.location("old.zarr");
     run(
-        &session(8192),
+        &context_writing_in_order(8192),
         &copy_sql(&rows(30), &existing, &place.options(&[("chunk_rows", "7")])),
     )
     .await
@@ -898,7 +891,7 @@ async fn a_cancelled_copy_leaves_no_object_and_the_old_store() {
             &place.location(target),
             &proxied_options(&proxy, &extra),
         );
-        let copy = tokio::spawn(async move { run(&session(64), &sql).await });
+        let copy = tokio::spawn(async move { run(&context_writing_in_order(64), &sql).await });
         let mut waited = 0;
         while puts(&proxy).len() < 10 && waited < 200 {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -930,7 +923,7 @@ async fn copy_to_http_is_an_error_saying_http_is_read_only() {
     let s = servers();
     let location = format!("http://127.0.0.1:{}/write_remote/out.zarr", s.http);
     let e = run(
-        &session(8192),
+        &context_writing_in_order(8192),
         &format!("COPY (SELECT 1 AS a) TO '{location}' STORED AS ZARR"),
     )
     .await

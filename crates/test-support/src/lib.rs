@@ -51,6 +51,31 @@ pub fn context_with_partitions(partitions: usize) -> SessionContext {
     ctx
 }
 
+/// A session whose writes see the rows in query order (one partition), `batch` rows at a time
+/// (small batches: a failing row arrives after chunks were written).
+pub fn context_writing_in_order(batch: usize) -> SessionContext {
+    let config = SessionConfig::new()
+        .with_target_partitions(1)
+        .with_batch_size(batch);
+    let ctx = SessionContext::new_with_config(config);
+    datafusion_zarr::register(&ctx);
+    ctx
+}
+
+/// Copies the directory `from` to `to`, recursively.
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
 /// Runs `sql` and collects the batches.
 pub async fn query(ctx: &SessionContext, sql: &str) -> datafusion::error::Result<Vec<RecordBatch>> {
     ctx.sql(sql).await?.collect().await

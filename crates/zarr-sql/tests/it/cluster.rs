@@ -14,7 +14,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::common::*;
 use servers::{free_port, location, options, servers};
-use zarr_test_support::servers;
+use zarr_test_support::{copy_dir, servers};
 
 /// A running cluster: the scheduler's URL and where each process logs.
 struct Cluster {
@@ -420,21 +420,6 @@ fn units_read(log: &Path, store: &str) -> Vec<(u64, u64)> {
         }
     }
     runs
-}
-
-/// Copies the directory `from` to `to`, recursively.
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        match entry.file_type().unwrap().is_dir() {
-            true => copy_dir(&entry.path(), &target),
-            false => {
-                std::fs::copy(entry.path(), target).unwrap();
-            }
-        }
-    }
 }
 
 #[test]
