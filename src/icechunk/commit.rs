@@ -32,8 +32,8 @@ pub(crate) struct RepositoryWrite {
     /// The repository's objects (a failed write removes the chunk objects it wrote).
     objects: Arc<dyn ObjectStore>,
     root: Path,
-    /// The repository as shown in errors.
-    shown: String,
+    /// The repository (for its errors: shown without credentials).
+    store: ZarrStore,
     /// Chunks written and not yet referenced: each array's chunk references, set once its
     /// metadata is written. The writers put an array's metadata after its chunks (a new
     /// array's, and an append's grown shape), and icechunk keeps a chunk only inside the
@@ -45,7 +45,8 @@ pub(crate) struct RepositoryWrite {
 
 impl std::fmt::Debug for RepositoryWrite {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "RepositoryWrite({}, branch {})", self.shown, self.branch)
+        let shown = self.store.display_location();
+        write!(f, "RepositoryWrite({shown}, branch {})", self.branch)
     }
 }
 
@@ -66,7 +67,6 @@ impl RepositoryWrite {
             limits.metadata.bytes,
             limits.chunk.bytes,
         );
-        let shown = store.display_location().to_string();
         let failed = |doing: &str, kind: &dyn std::error::Error| {
             repository_error(
                 store,
@@ -90,7 +90,7 @@ impl RepositoryWrite {
             branch: branch.to_string(),
             objects: Arc::clone(objects),
             root: root.clone(),
-            shown,
+            store: store.clone(),
             waiting: Mutex::default(),
             made: Mutex::default(),
         }))
@@ -105,11 +105,9 @@ impl RepositoryWrite {
         &self.branch
     }
 
+    /// An error about this repository, cleared of the store's credentials.
     fn error(&self, message: String) -> ZarrError {
-        ZarrError::Repository {
-            repository: self.shown.clone(),
-            message,
-        }
+        repository_error(&self.store, self.store.redact(&message))
     }
 
     fn store_error(&self, key: &str, e: &icechunk::store::StoreError) -> ZarrError {

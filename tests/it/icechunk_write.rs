@@ -480,6 +480,22 @@ async fn copy_and_insert_on_s3_azure_and_gcs() {
         )
         .await
         .unwrap_or_else(|e| panic!("{scheme}: {e}"));
+        // An error shows no secret of the storage options.
+        let e = run(
+            &ctx,
+            &format!(
+                "COPY ({ROWS}) TO '{location}' STORED AS ZARR OPTIONS ('mode' 'overwrite', \
+                 'branch' 'nope'{extra})"
+            ),
+        )
+        .await
+        .unwrap_err();
+        assert!(e.contains("nope"), "{scheme}: {e}");
+        for (k, v) in &storage {
+            if k.contains("key") || k.contains("secret") {
+                assert!(!e.contains(v.as_str()), "{scheme}: {k} shows in {e}");
+            }
+        }
         let read_extra: String = storage
             .iter()
             .map(|(k, v)| format!(", '{k}', '{}'", v.replace('\'', "''")))
