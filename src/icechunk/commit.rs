@@ -2,7 +2,7 @@
 //! one): the objects of the write go into a writable session of a branch, and one commit at
 //! the end makes them its new snapshot, or nothing is committed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -40,7 +40,7 @@ pub(crate) struct RepositoryWrite {
     /// shape of an array it knows.
     waiting: Mutex<HashMap<String, BTreeMap<Vec<u32>, ChunkPayload>>>,
     /// The chunk objects this write made.
-    made: Mutex<Vec<String>>,
+    made: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for RepositoryWrite {
@@ -165,7 +165,7 @@ impl RepositoryWrite {
         if let ChunkPayload::Ref(chunk) = &payload
             && let Ok(mut made) = self.made.lock()
         {
-            made.push(chunk.id.to_string());
+            made.insert(chunk.id.to_string());
         }
         let node = path.to_string().trim_start_matches('/').to_string();
         let replaced = (self.waiting.lock().ok())
@@ -176,7 +176,7 @@ impl RepositoryWrite {
             if self.objects.delete(&path).await.is_ok()
                 && let Ok(mut made) = self.made.lock()
             {
-                made.retain(|id| *id != old.id.to_string());
+                made.remove(&old.id.to_string());
             }
         }
         Ok(())
@@ -293,12 +293,11 @@ impl RepositoryWrite {
     }
 
     /// The chunk objects made so far, for a cancelled write to remove in the background.
-    pub(crate) fn made(&self) -> (Arc<dyn ObjectStore>, Vec<Path>) {
+    pub(crate) fn made(&self) -> Vec<Path> {
         let made = (self.made.lock().ok())
             .map(|mut m| std::mem::take(&mut *m))
             .unwrap_or_default();
-        let paths = made.iter().map(|id| self.chunk_object(id)).collect();
-        (Arc::clone(&self.objects), paths)
+        made.iter().map(|id| self.chunk_object(id)).collect()
     }
 }
 

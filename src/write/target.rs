@@ -618,7 +618,7 @@ impl Drop for Target {
         // Into a repository: the chunk objects the write made.
         #[cfg(feature = "icechunk")]
         let written = match &self.staging {
-            Staging::Repository { write, .. } => write.made().1,
+            Staging::Repository { write, .. } => write.made(),
             _ => written,
         };
         if written.is_empty() {
