@@ -1,19 +1,21 @@
 """Icechunk repositories from Python: every snapshot read through ``ZarrTable`` and through
 ``read_zarr`` in a datafusion-python session equals what icechunk + zarr-python read at it
 (tests/data/icechunk/*.expected.json, written by make_icechunk_fixtures.py), versions by branch,
-tag and time, and the history tables as ``repo.ancestry()`` gives them."""
+tag and time, the history tables as ``repo.ancestry()`` gives them, and virtual chunks in local
+and HTTP containers (nginx on 127.0.0.1)."""
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
 
 import datafusion
 import pyarrow as pa
 import pytest
 
 import datafusion_zarr
-from conftest import ROOT
+from conftest import CORPUS, ROOT
 
 ICECHUNK = ROOT / "tests" / "data" / "icechunk"
 
@@ -124,6 +126,54 @@ def test_virtual_chunks_are_read_from_the_containers_named_and_refused_elsewhere
     assert got.sort_by("dim_0").column("virt").to_pylist() == want
     assert pa.table(datafusion_zarr.read(str(location), "real")).num_rows == 10
     # A failure while streaming reaches pyarrow as ArrowInvalid, with our message.
+    refused = r"virt/c/0.*" + re.escape(prefix) + ".*virtual_chunk_containers"
+    with pytest.raises((datafusion_zarr.ZarrError, pa.ArrowInvalid), match=refused):
+        pa.table(datafusion_zarr.read(str(location), "virt"))
+
+
+ZARR34_PYTHON = ROOT / ".venv-zarr34" / "bin" / "python"
+
+# Run by icechunk 2.3.0 (which keeps a container URL's port; 1.1.21 drops it): a repository
+# whose array `virt` is 40 bytes of a file nginx serves, in an HTTP virtual chunk container.
+MAKE_HTTP_VIRTUAL = """
+import json, sys
+import icechunk as ic, zarr
+location, prefix, relative = sys.argv[1:4]
+config = ic.RepositoryConfig.default()
+config.set_virtual_chunk_container(ic.VirtualChunkContainer(prefix, ic.http_store()))
+access = ic.containers_credentials({prefix: None})
+repo = ic.Repository.create(ic.local_filesystem_storage(location), config=config, authorize_virtual_chunk_access=access)
+session = repo.writable_session("main")
+root = zarr.group(session.store)
+root.create_array("virt", shape=(10,), chunks=(10,), dtype="<i4", compressors=None, fill_value=0)
+session.store.set_virtual_ref("virt/c/0", prefix + relative, offset=8, length=40)
+session.commit("virtual over http")
+again = ic.Repository.open(ic.local_filesystem_storage(location), authorize_virtual_chunk_access=access)
+print(json.dumps(zarr.open_array(again.readonly_session("main").store, path="virt", mode="r")[:].tolist()))
+"""
+
+
+def test_virtual_chunks_over_http_are_read_from_the_container_named(tmp_path, http_root: str) -> None:
+    """A virtual chunk in an HTTP container (nginx serving the corpus), in a repository icechunk
+    2.3.0 writes (.venv-zarr34): read once the container is named, equal to those bytes of the
+    file and to what icechunk reads; an error naming the container otherwise."""
+    np = pytest.importorskip("numpy")
+    assert ZARR34_PYTHON.exists(), f"{ZARR34_PYTHON}: tools/test-python makes .venv-zarr34 (Python >= 3.12)"
+    relative = "01_1d_le_uncompressed/data.zarr/c/1"
+    want = np.frombuffer((CORPUS / relative).read_bytes()[8:48], dtype="<i4").tolist()
+    prefix = http_root + "/"
+    location = tmp_path / "virtual_http.icechunk"
+    proc = subprocess.run(
+        [str(ZARR34_PYTHON), "-c", MAKE_HTTP_VIRTUAL, str(location), prefix, relative],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == want
+
+    got = pa.table(datafusion_zarr.read(str(location), "virt", virtual_chunk_containers=prefix))
+    assert got.sort_by("dim_0").column("virt").to_pylist() == want
     refused = r"virt/c/0.*" + re.escape(prefix) + ".*virtual_chunk_containers"
     with pytest.raises((datafusion_zarr.ZarrError, pa.ArrowInvalid), match=refused):
         pa.table(datafusion_zarr.read(str(location), "virt"))

@@ -1,59 +1,14 @@
 """A table over HTTP from Python: real nginx on 127.0.0.1 (installed by
-tools/install-test-servers) serving the corpus; the table builds its own object store from the
+tools/install-test-servers; the fixture ``http_root`` of conftest.py) serving the corpus; the table builds its own object store from the
 URL and storage_options, since a foreign session's object stores are not ours."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import time
-
 import pyarrow.parquet as pq
 import pytest
-from conftest import CORPUS, ROOT
+from conftest import CORPUS
 
 import datafusion_zarr
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def http_root(tmp_path_factory):
-    """The corpus served by nginx with range requests and one-level WebDAV listing."""
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    if not os.path.exists(nginx):
-        pytest.fail("nginx is missing: run tools/install-test-servers first")
-    prefix = tmp_path_factory.mktemp("nginx")
-    port = free_port()
-    user = "user root;" if os.geteuid() == 0 else ""
-    conf = prefix / "nginx.conf"
-    template = ROOT / "crates/test-support/src/servers/nginx.conf"  # the Rust tests' too
-    values = {"user": user, "prefix": str(prefix), "port": str(port), "root": str(CORPUS)}
-    text = template.read_text()
-    for key, value in values.items():
-        text = text.replace("{" + key + "}", value)
-    conf.write_text(text)
-    process = subprocess.Popen([nginx, "-p", str(prefix), "-c", str(conf)])
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    pytest.fail(f"nginx did not start: {(prefix / 'error.log').read_text()}")
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def test_group_table_over_http(ctx, http_root: str) -> None:
