@@ -135,8 +135,13 @@ async fn open_at(
         let doc = parse(store, &key, &text)?;
         return open_v3(store, &path, doc, limits, wanted).await;
     }
+    // Zarr V2: an array's `.zarray` or a group's `.zgroup`, asked for at once (one round
+    // trip less for a group on a remote store).
     let key = join_key(&path, ".zarray");
-    if let Some(text) = fetch(store, &key, limits).await? {
+    let group_key = join_key(&path, ".zgroup");
+    let (zarray, zgroup) =
+        futures::future::join(fetch(store, &key, limits), fetch(store, &group_key, limits)).await;
+    if let Some(text) = zarray? {
         let zarray = parse(store, &key, &text)?;
         let zattrs = v2_attributes(store, &path, limits).await?;
         return Ok(Node::Array(v2::array(
@@ -147,8 +152,8 @@ async fn open_at(
             limits,
         )?));
     }
-    let key = join_key(&path, ".zgroup");
-    if let Some(text) = fetch(store, &key, limits).await? {
+    let key = group_key;
+    if let Some(text) = zgroup? {
         let zgroup = parse(store, &key, &text)?;
         return open_v2_group(store, &path, zgroup.fields, limits, wanted).await;
     }
