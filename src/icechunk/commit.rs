@@ -60,13 +60,8 @@ impl RepositoryWrite {
             Layout::Repository { spec_version, .. } => spec_version,
         };
         check_spec_version(store, spec_version, "writes")?;
+        let storage = ObjectStoreStorage::writable(store, &limits);
         let (objects, root) = store.parts();
-        let storage = ObjectStoreStorage::writable(
-            Arc::clone(objects),
-            root.clone(),
-            limits.metadata.bytes,
-            limits.chunk.bytes,
-        );
         let failed = |doing: &str, kind: &dyn std::error::Error| {
             repository_error(
                 store,

@@ -122,14 +122,7 @@ pub(super) async fn open(
 ) -> Result<OpenRepository> {
     check_spec_version(store, spec_version, "reads")?;
     let limits = Limits::of(options);
-    let (objects, root) = store.parts();
-    let storage = ObjectStoreStorage::new(
-        Arc::clone(objects),
-        root.clone(),
-        limits.metadata.bytes,
-        limits.chunk.bytes,
-        seen,
-    );
+    let storage = ObjectStoreStorage::read_only(store, &limits, seen);
     // Only the containers the options name are authorised (credentials from the environment,
     // as icechunk's `None` means): a chunk that refers to a file in another is an error naming
     // the chunk and its container (docs/icechunk.md). A repository chooses where its virtual

@@ -28,6 +28,8 @@ use object_store::{
 use serde::{Deserialize, Serialize};
 
 use super::layout::Seen;
+use crate::limits::Limits;
+use crate::store::ZarrStore;
 
 /// A repository's objects below `root` of `store`: read-only for a table, writable for a
 /// commit (`COPY`, `INSERT`). Written by hand because icechunk
@@ -63,42 +65,20 @@ struct Inner {
 }
 
 impl ObjectStoreStorage {
-    pub(super) fn new(
-        store: Arc<dyn ObjectStore>,
-        root: Path,
-        max_file_bytes: u64,
-        max_manifest_bytes: u64,
-        seen: Seen,
-    ) -> Self {
-        Self::with(store, root, max_file_bytes, max_manifest_bytes, seen, false)
+    /// The storage a table reads `store`'s repository through, within `limits`, starting from
+    /// the files detection read (`seen`).
+    pub(super) fn read_only(store: &ZarrStore, limits: &Limits, seen: Seen) -> Self {
+        Self::with(store, limits, seen, false)
     }
 
     /// The storage a commit writes through: nothing of the first reads is kept.
-    pub(super) fn writable(
-        store: Arc<dyn ObjectStore>,
-        root: Path,
-        max_file_bytes: u64,
-        max_manifest_bytes: u64,
-    ) -> Self {
-        let nothing = Seen::default();
-        Self::with(
-            store,
-            root,
-            max_file_bytes,
-            max_manifest_bytes,
-            nothing,
-            true,
-        )
+    pub(super) fn writable(store: &ZarrStore, limits: &Limits) -> Self {
+        Self::with(store, limits, Seen::default(), true)
     }
 
-    fn with(
-        store: Arc<dyn ObjectStore>,
-        root: Path,
-        max_file_bytes: u64,
-        max_manifest_bytes: u64,
-        seen: Seen,
-        writable: bool,
-    ) -> Self {
+    /// Repository files are held to `max_metadata_bytes`, manifests to `max_chunk_bytes`.
+    fn with(store: &ZarrStore, limits: &Limits, seen: Seen, writable: bool) -> Self {
+        let (objects, root) = store.parts();
         let first_read = (seen.into_iter())
             .map(|(key, found)| {
                 let found = found.map(|(bytes, e_tag)| {
@@ -115,10 +95,10 @@ impl ObjectStoreStorage {
             root: root.to_string(),
             inner: Some(Inner {
                 first_read: Mutex::new(first_read),
-                store,
-                root,
-                max_file_bytes,
-                max_manifest_bytes,
+                store: Arc::clone(objects),
+                root: root.clone(),
+                max_file_bytes: limits.metadata.bytes,
+                max_manifest_bytes: limits.chunk.bytes,
                 writable,
             }),
         }
