@@ -54,6 +54,7 @@ mod options;
 mod progress;
 mod provider;
 mod scan;
+mod staging;
 mod store;
 mod table;
 pub mod write;

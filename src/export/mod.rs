@@ -21,13 +21,11 @@
 //! # Ok(()) }
 //! ```
 
-mod atomic_target;
 mod copy;
 mod parquet_export;
 mod parquet_file;
 
-pub use atomic_target::AtomicTarget;
-pub(crate) use atomic_target::orphans;
+pub use crate::staging::AtomicTarget;
 pub use copy::{ParquetFormatWithZarrWriter, ParquetFormatWithZarrWriterFactory};
 pub use parquet_export::{
     Compression, ParquetExport, export_frame, parallel_row_groups, write_parquet,

@@ -13,9 +13,9 @@ use datafusion::logical_expr::LogicalPlanBuilder;
 use datafusion::physical_plan::{ExecutionPlanProperties, execute_stream};
 use datafusion::prelude::{DataFrame, SessionContext, ident};
 
-use super::atomic_target::AtomicTarget;
 use super::parquet_file::{sorting_columns, write_stream_to};
 use crate::provider::ZarrTable;
+use crate::staging::AtomicTarget;
 
 /// Parquet compression codecs offered by `zarr-sql export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

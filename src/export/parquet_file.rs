@@ -11,7 +11,7 @@ use datafusion::physical_plan::expressions::Column;
 use parquet::file::metadata::{KeyValue, SortingColumn};
 use parquet::file::properties::WriterPropertiesBuilder;
 
-use super::atomic_target::AtomicTarget;
+use crate::staging::AtomicTarget;
 use parquet_stream_writer::{annotatable, write_stream};
 
 /// Parquet's `sorting_columns` for `ordering` over `schema` (flat): what DataFusion's sink

@@ -96,10 +96,6 @@ impl RepositoryWrite {
         self.session.read().await.snapshot_id().to_string()
     }
 
-    pub(crate) fn branch(&self) -> &str {
-        &self.branch
-    }
-
     /// An error about this repository, cleared of the store's credentials.
     fn error(&self, message: String) -> ZarrError {
         repository_error(&self.store, self.store.redact(&message))
@@ -285,6 +281,11 @@ impl RepositoryWrite {
         for id in made {
             let _ = self.objects.delete(&self.chunk_object(&id)).await;
         }
+    }
+
+    /// The repository's objects.
+    pub(crate) fn objects(&self) -> Arc<dyn ObjectStore> {
+        Arc::clone(&self.objects)
     }
 
     /// The chunk objects made so far, for a cancelled write to remove in the background.

@@ -1,6 +1,8 @@
 //! Icechunk repositories: a location that holds a repository rather than a plain store is
 //! recognised by its layout and opened at the version the options name (`branch`, `tag`,
-//! `snapshot`, `as_of`); the scan then reads that snapshot's keys as it reads any store.
+//! `snapshot`, `as_of`); the scan then reads that snapshot's keys as it reads any store. A
+//! write into one goes through a [`Stage`] of a branch's session (`stage.rs`), one commit at
+//! the end (`commit.rs`).
 
 #[cfg(feature = "icechunk")]
 mod commit;
@@ -12,6 +14,8 @@ mod repository;
 #[cfg(feature = "icechunk")]
 mod snapshot_store;
 #[cfg(feature = "icechunk")]
+mod stage;
+#[cfg(feature = "icechunk")]
 mod storage;
 
 #[cfg(feature = "icechunk")]
@@ -20,10 +24,13 @@ pub(crate) use commit::RepositoryWrite;
 pub use history::{
     IcechunkRefsFunction, IcechunkSnapshotsFunction, icechunk_refs, icechunk_snapshots,
 };
+#[cfg(feature = "icechunk")]
+pub(crate) use stage::RepositoryStage;
 
 use crate::error::{Result, ZarrError};
 use crate::limits::Limits;
 use crate::options::ZarrOptions;
+use crate::staging::{Shown, Stage};
 use crate::store::ZarrStore;
 
 pub(crate) use layout::Layout;
@@ -182,6 +189,33 @@ async fn checkout(
              datafusion-zarr reads none: build it with the cargo feature `icechunk`"
         ),
     })
+}
+
+/// The stage of a write into the Icechunk repository at `store` (see
+/// [`RepositoryStage::open`]), or `None` when no repository is there.
+#[cfg(feature = "icechunk")]
+pub(crate) async fn repository_stage(
+    store: &ZarrStore,
+    branch: Option<&str>,
+    message: Option<String>,
+    flags: (bool, bool),
+    shown: &Shown,
+) -> Result<Option<Box<dyn Stage>>> {
+    let stage = RepositoryStage::open(store, branch, message, flags, shown).await?;
+    Ok(stage.map(|s| Box::new(s) as Box<dyn Stage>))
+}
+
+/// Without the feature, a repository at `store` is an error that says so.
+#[cfg(not(feature = "icechunk"))]
+pub(crate) async fn repository_stage(
+    store: &ZarrStore,
+    _branch: Option<&str>,
+    _message: Option<String>,
+    _flags: (bool, bool),
+    _shown: &Shown,
+) -> Result<Option<Box<dyn Stage>>> {
+    refuse_without_feature(store).await?;
+    Ok(None)
 }
 
 /// Without the feature, a write into a repository at `store` is an error that says why.

@@ -12,7 +12,7 @@
 //! documents as Python writes them (bare `NaN`); [`document`] reads a document as far as it is
 //! used, [`attributes`] keeps a node's attributes as written and parses the used ones; [`characters`] joins netCDF character
 //! arrays into strings as xarray does; [`array`] builds the [`ArrayNode`] ([`array_node`]: the zarrs array, the element kind, the
-//! shard layout); [`group_node`] holds the group and [`Node`] types.
+//! shard layout; [`element_kind`] the kinds of elements); [`group_node`] holds the group and [`Node`] types.
 
 mod array;
 mod array_node;
@@ -21,6 +21,7 @@ pub mod cf_attributes;
 mod characters;
 mod discover;
 mod document;
+mod element_kind;
 mod group_node;
 mod json;
 mod numpy_types;
@@ -29,8 +30,9 @@ mod v3;
 mod validate;
 
 pub(crate) use array::display_in;
-pub use array_node::{ArrayNode, ElementKind, InnerChunks, ZarrsArray};
+pub use array_node::{ArrayNode, InnerChunks, ZarrsArray};
 pub use attributes::Attributes;
 pub(crate) use discover::{is_no_node, open_node, parse_array};
+pub use element_kind::ElementKind;
 pub use group_node::{GroupNode, Node, UnreadableArray};
 pub(crate) use numpy_types::NAT;

@@ -6,7 +6,7 @@ use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::compute::cast;
 use arrow::datatypes::DataType;
 
-use super::arrays::{ColumnSpec, NullRule, Storage};
+use super::column::{ColumnSpec, NullRule, Storage};
 use crate::error::{Result, ZarrError};
 
 /// The error for row `row` of `column`.
@@ -342,7 +342,7 @@ mod tests {
     use arrow::datatypes::Field;
 
     use super::*;
-    use crate::write::arrays::column_spec;
+    use crate::write::column::column_spec;
     use crate::write::options::WriteOptions;
 
     #[test]

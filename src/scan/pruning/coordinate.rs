@@ -13,8 +13,8 @@ use datafusion::physical_expr::utils::{reassign_expr_columns, split_conjunction}
 use datafusion::physical_expr::{conjunction_opt, utils::collect_columns};
 use datafusion::physical_plan::PhysicalExpr;
 
-use super::UnitRanges;
 use super::monotonic::{self, intersect, overlaps};
+use super::unit_ranges::UnitRanges;
 use crate::error::{Result, ZarrError};
 use crate::scan::convert::to_arrow;
 use crate::scan::fetch::ReadCounts;

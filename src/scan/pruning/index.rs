@@ -10,7 +10,7 @@ use datafusion::common::{Column, ScalarValue};
 use datafusion::physical_expr::conjunction;
 use datafusion::physical_optimizer::pruning::PruningPredicateBuilder;
 
-use super::UnitRanges;
+use super::unit_ranges::UnitRanges;
 use crate::error::{Result, ZarrError};
 use crate::scan::filter::ScanFilter;
 use crate::table::{ColumnSource, TableModel};

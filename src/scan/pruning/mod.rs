@@ -14,6 +14,7 @@ mod coordinate;
 mod index;
 mod monotonic;
 mod select;
+mod unit_ranges;
 
 pub(crate) use index::GridStats;
-pub(crate) use select::{ChunkSelection, MAX_PLANNED_UNITS, UnitRanges, select_chunks};
+pub(crate) use select::{ChunkSelection, MAX_PLANNED_UNITS, select_chunks};

@@ -10,6 +10,7 @@ use crate::scan::filter::ScanFilter;
 use crate::scan::grid::{UnitGrid, unravel};
 use crate::table::TableModel;
 
+use super::unit_ranges::UnitRanges;
 use super::{coordinate, index};
 
 /// The most units planning looks at one by one. A grid with more (metadata can declare
@@ -41,29 +42,6 @@ impl ChunkSelection {
     /// Units pruned.
     pub(crate) fn pruned(&self) -> u64 {
         self.total.saturating_sub(self.selected())
-    }
-}
-
-/// Each unit's index range along each dimension: `starts[d][u]..ends[d][u]`.
-pub(crate) struct UnitRanges {
-    pub(super) starts: Vec<Vec<u64>>,
-    pub(super) ends: Vec<Vec<u64>>,
-}
-
-impl UnitRanges {
-    fn of(units: &UnitGrid, containers: usize) -> Result<Self> {
-        let ndim = units.shape().len();
-        let mut starts = vec![Vec::with_capacity(containers); ndim];
-        let mut ends = vec![Vec::with_capacity(containers); ndim];
-        for id in 0..units.count() {
-            let (origin, extent) = units.bounds(id)?;
-            for d in 0..ndim {
-                starts[d].push(origin[d]);
-                // A unit's box is cut to the array's bounds: its end is at most the shape.
-                ends[d].push(origin[d].saturating_add(extent[d]));
-            }
-        }
-        Ok(Self { starts, ends })
     }
 }
 

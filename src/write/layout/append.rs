@@ -15,37 +15,17 @@ use datafusion::physical_plan::SendableRecordBatchStream;
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::arrays::{ColumnSpec, NullRule, Storage};
-use super::elements::{append_fixed, append_utf32, append_vlen, row_error};
-use super::encode::{ChunkEncoder, Pipeline};
-use super::options::WriteOptions;
-use super::target::Target;
 use crate::error::{Result, ZarrError};
 use crate::node::cf_attributes::{CfDecoding, CfKind};
 use crate::node::{ArrayNode, ElementKind};
 use crate::table::{ColumnSource, TableModel};
-
-/// Appends `stream` (rows of `model`'s schema) to `model`'s store; returns the rows appended.
-pub(crate) async fn append(model: &TableModel, stream: SendableRecordBatchStream) -> Result<u64> {
-    let target = Target::in_place(&model.store, &WriteOptions::default());
-    append_into(model, stream, target).await
-}
-
-/// [`append`] through `target` (a session of an Icechunk repository's branch, committed on
-/// success).
-pub(crate) async fn append_into(
-    model: &TableModel,
-    stream: SendableRecordBatchStream,
-    target: Target,
-) -> Result<u64> {
-    let columns = plan(model)?;
-    let target = Arc::new(target);
-    let result = append_rows(model, &columns, stream, &target).await;
-    super::table_writer::finish(target, result).await
-}
+use crate::write::chunk::{ChunkEncoder, Pipeline};
+use crate::write::column::{ColumnSpec, NullRule, Storage};
+use crate::write::elements::{append_fixed, append_utf32, append_vlen, row_error};
+use crate::write::target::Target;
 
 /// One column being appended: its array and how its values are stored.
-struct AppendColumn {
+pub(in crate::write) struct AppendColumn {
     /// Its position in the table's schema.
     position: usize,
     array: Arc<ArrayNode>,
@@ -61,7 +41,7 @@ struct AppendColumn {
 }
 
 /// The columns to append, or why the table cannot be appended to.
-fn plan(model: &TableModel) -> Result<Vec<AppendColumn>> {
+pub(in crate::write) fn plan(model: &TableModel) -> Result<Vec<AppendColumn>> {
     let refuse =
         |why: String| ZarrError::Option(format!("cannot INSERT INTO {}: {why}", model.display));
     if model.shape.len() != 1 {
@@ -341,7 +321,9 @@ struct Assembly {
     encoder: ChunkEncoder,
 }
 
-async fn append_rows(
+/// Writes `stream`'s rows after the table's last row through `target`; returns the rows
+/// appended.
+pub(in crate::write) async fn append_rows(
     model: &TableModel,
     columns: &[AppendColumn],
     stream: SendableRecordBatchStream,

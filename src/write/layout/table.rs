@@ -16,64 +16,19 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::ArrayRef;
-use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::physical_plan::SendableRecordBatchStream;
 use futures::StreamExt;
-use serde_json::{Value, to_vec};
 
-use super::arrays::{
+use crate::error::{Result, ZarrError};
+use crate::write::chunk::{ChunkEncoder, Pipeline, chunk_bytes};
+use crate::write::column::{
     ArrayShape, ColumnSpec, Storage, array_documents, chunk_key, column_spec, group_documents,
 };
-use super::elements::{
+use crate::write::elements::{
     append_fixed, append_utf32, append_vlen, longest_string, longest_string_checked, prepared,
 };
-use super::encode::{ChunkEncoder, Pipeline, chunk_bytes};
-use super::options::{TARGET_CHUNK_BYTES, WriteOptions};
-use super::target::Target;
-use crate::error::{Result, ZarrError};
-
-/// Writes `stream` as a Zarr store at `location` (a path or URL) with `options`, and returns
-/// the number of rows written: the entry point of `COPY … STORED AS ZARR`, the CLI's `convert`
-/// and Python's `write_zarr`. Remote locations use the object stores of a default runtime
-/// (built from `options`' storage options and the environment); see [`write_zarr_in`].
-pub async fn write_zarr(
-    stream: SendableRecordBatchStream,
-    location: &str,
-    options: &WriteOptions,
-) -> Result<u64> {
-    write_zarr_in(&RuntimeEnv::default(), stream, location, options).await
-}
-
-/// [`write_zarr`] with the object stores registered in `runtime`.
-pub async fn write_zarr_in(
-    runtime: &RuntimeEnv,
-    stream: SendableRecordBatchStream,
-    location: &str,
-    options: &WriteOptions,
-) -> Result<u64> {
-    if !options.dimensions.is_empty() {
-        return super::grid_writer::write_grid(runtime, stream, location, options).await;
-    }
-    let target = Arc::new(Target::create(runtime, location, options).await?);
-    let options = &target.options_for(options);
-    let result = write_table(stream, &target, options).await;
-    finish(target, result).await
-}
-
-/// Commits `target` after a successful write, removes what it wrote after a failed one.
-pub(crate) async fn finish(target: Arc<Target>, result: Result<u64>) -> Result<u64> {
-    let Ok(mut target) = Arc::try_unwrap(target) else {
-        return Err(ZarrError::internal("a write's target still in use"));
-    };
-    let result = match result {
-        Ok(rows) => target.commit().await.map(|()| rows),
-        Err(e) => Err(e),
-    };
-    if result.is_err() {
-        target.abort().await;
-    }
-    result
-}
+use crate::write::options::{TARGET_CHUNK_BYTES, WriteOptions};
+use crate::write::target::Target;
 
 /// The rows of a chunk (or shard) of the table layout, and its inner chunk when sharded.
 #[derive(Debug, Clone, Copy)]
@@ -130,7 +85,7 @@ impl Units {
 }
 
 /// Writes the table layout of `stream` into `target`; returns the rows written.
-pub(crate) async fn write_table(
+pub(in crate::write) async fn write_table(
     stream: SendableRecordBatchStream,
     target: &Arc<Target>,
     options: &WriteOptions,
@@ -212,24 +167,18 @@ async fn write_table_with(
         );
         for (key, doc) in &docs {
             let key = format!("{}/{key}", column.spec.name);
-            put_json(target, &key, doc).await?;
+            target.put_json(&key, doc).await?;
         }
         documents.push((column.spec.name.clone(), docs));
     }
     for (key, doc) in group_documents(&documents, options) {
-        put_json(target, &key, &doc).await?;
+        target.put_json(&key, &doc).await?;
     }
     Ok(rows)
 }
 
 /// What an overflowing string's error says sets the width.
 const OVERFLOW: &str = "string_length; string_overflow 'truncate' cuts it";
-
-/// Writes a metadata document.
-pub(crate) async fn put_json(target: &Target, key: &str, document: &Value) -> Result<()> {
-    let bytes = to_vec(document).map_err(|e| target.error(e.to_string()))?;
-    target.put(key, bytes.into()).await
-}
 
 /// One column's array being written.
 struct ColumnWriter {

@@ -24,9 +24,10 @@
 use core::arch::x86_64::*;
 use core::hint::select_unpredictable;
 
-use crate::{InvalidUtf32, Sink, TranscodeError};
+use super::Sink;
+use crate::{InvalidUtf32, TranscodeError};
 
-/// [`crate::drive`] compiled for AVX2, with [`encode`] as the element encoder.
+/// [`super::drive`] compiled for AVX2, with [`encode`] as the element encoder.
 ///
 /// # Safety
 ///
@@ -41,7 +42,7 @@ pub(crate) unsafe fn drive<S: Sink>(
     sink: S,
 ) -> Result<S, TranscodeError> {
     let mut streak = 0;
-    crate::drive(input, width, mode, nulls_in, index_base, sink, |e, dst| {
+    super::drive(input, width, mode, nulls_in, index_base, sink, |e, dst| {
         // SAFETY: AVX2 is enabled in this function (and so in this closure), and `drive`
         // hands `encode` a `dst` with room for `width + SLACK` bytes.
         unsafe { encode(e, dst, &mut streak) }

@@ -7,9 +7,9 @@
 //! spaced characters; the round trip through [`to_utf8`]; [`max_code_points`] against
 //! `chars().count()`; and arbitrary bytes and offsets, which must not panic.
 
-use super::encode::*;
-use super::proptests::{PROFILES, Profile, Rng, draw_unit};
 use super::*;
+use crate::decode::proptests::{PROFILES, Profile, Rng, draw_unit};
+use crate::*;
 use arrow_array::builder::StringViewBuilder;
 use arrow_array::{Array, LargeStringArray, StringArray};
 

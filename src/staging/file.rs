@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use datafusion::error::{DataFusionError, Result};
 
+use super::{hidden_name, orphans};
+
 /// A temporary file beside `target`, removed on drop unless [`AtomicTarget::commit`] renamed it
 /// into place. Also removes the `<temp>#N` part files that object_store's local multipart
 /// upload stages, whose own cleanup may not run before the process exits.
@@ -46,15 +48,12 @@ impl AtomicTarget {
                 target.display()
             )));
         }
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
         // The temporary name keeps the target's extension, which DataFusion's COPY reads the
         // format from.
         let ext = target
             .extension()
             .map_or("parquet".to_string(), |e| e.to_string_lossy().to_string());
-        let temp = dir.join(format!(".{name}.{}-{nanos}.tmp.{ext}", std::process::id()));
+        let temp = dir.join(hidden_name(&name, &format!("tmp.{ext}")));
         remove_orphans(&dir, &name);
         Ok(Self {
             target: target.to_path_buf(),
@@ -125,36 +124,4 @@ fn remove_orphans(dir: &Path, name: &str) {
             let _ = std::fs::remove_file(path);
         }
     }
-}
-
-/// The entries of `dir` named `.{name}.{pid}-{rest}` whose process `pid` is gone, with `rest`:
-/// what writes that were killed left beside their target `name` (this export's temporary
-/// files, the Zarr writer's temporary stores).
-pub(crate) fn orphans(dir: &Path, name: &str) -> Vec<(PathBuf, String)> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let prefix = format!(".{name}.");
-    let mut found = Vec::new();
-    for entry in entries.flatten() {
-        let file = entry.file_name();
-        let Some(rest) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
-            continue;
-        };
-        let Some((pid, after)) = rest.split_once('-') else {
-            continue;
-        };
-        if pid.parse::<u32>().is_ok_and(process_is_gone) {
-            found.push((entry.path(), after.to_string()));
-        }
-    }
-    found
-}
-
-/// Whether no process `pid` runs (on Linux, by `/proc`; elsewhere none is assumed gone).
-fn process_is_gone(pid: u32) -> bool {
-    cfg!(target_os = "linux")
-        && pid != std::process::id()
-        && Path::new("/proc").is_dir()
-        && !Path::new("/proc").join(pid.to_string()).exists()
 }

@@ -24,42 +24,37 @@ use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::physical_plan::SendableRecordBatchStream;
 use futures::StreamExt;
 
-use super::arrays::{
+use crate::error::{Result, ZarrError};
+use crate::write::chunk::{ChunkEncoder, Pipeline, chunk_bytes};
+use crate::write::column::{
     ArrayShape, ColumnSpec, NullRule, Storage, array_documents, chunk_key, column_spec,
     group_documents,
 };
-use super::elements::{append_fixed, append_utf32, longest_string, prepared, row_error};
-use super::encode::{ChunkEncoder, Pipeline, chunk_bytes};
-use super::options::{TARGET_CHUNK_BYTES, WriteOptions};
-use super::table_writer::{finish, put_json};
-use super::target::Target;
-use crate::error::{Result, ZarrError};
+use crate::write::elements::{append_fixed, append_utf32, longest_string, prepared, row_error};
+use crate::write::options::{TARGET_CHUNK_BYTES, WriteOptions};
+use crate::write::target::Target;
 
 /// The cells held in memory at once while writing, in bytes.
 pub(crate) const GROUP_BYTES: u64 = 256 << 20;
 
-/// Writes `stream` in the N-D layout.
-pub(crate) async fn write_grid(
+/// Writes `stream` in the N-D `layout` into `target`; returns the rows written.
+pub(in crate::write) async fn write_grid(
     runtime: &RuntimeEnv,
+    layout: GridLayout,
     stream: SendableRecordBatchStream,
-    location: &str,
+    target: &Arc<Target>,
     options: &WriteOptions,
 ) -> Result<u64> {
-    let schema = stream.schema();
-    let layout = GridLayout::new(&schema, options)?;
-    let target = Arc::new(Target::create(runtime, location, options).await?);
-    let options = &target.options_for(options);
     let mut pipeline = Pipeline::new(target.clone());
-    let result = write_grid_with(runtime, layout, stream, &target, options, &mut pipeline).await;
+    let result = write_grid_with(runtime, layout, stream, target, options, &mut pipeline).await;
     if result.is_err() {
         pipeline.shutdown().await;
     }
-    drop(pipeline);
-    finish(target, result).await
+    result
 }
 
 /// The columns of the N-D layout.
-struct GridLayout {
+pub(in crate::write) struct GridLayout {
     /// The dimension columns' positions, in the order of `dimensions`.
     dimensions: Vec<usize>,
     /// The data columns: position and array.
@@ -69,7 +64,8 @@ struct GridLayout {
 }
 
 impl GridLayout {
-    fn new(schema: &SchemaRef, options: &WriteOptions) -> Result<Self> {
+    /// The layout of `schema`'s columns under `options`' `dimensions`, or why there is none.
+    pub(in crate::write) fn new(schema: &SchemaRef, options: &WriteOptions) -> Result<Self> {
         let mut dimensions = Vec::new();
         let mut coordinates = Vec::new();
         for name in &options.dimensions {
@@ -408,12 +404,14 @@ async fn write_grid_with(
             options,
         );
         for (key, doc) in &docs {
-            put_json(target, &format!("{}/{key}", spec.name), doc).await?;
+            target
+                .put_json(&format!("{}/{key}", spec.name), doc)
+                .await?;
         }
         documents.push((spec.name.clone(), docs));
     }
     for (key, doc) in group_documents(&documents, options) {
-        put_json(target, &key, &doc).await?;
+        target.put_json(&key, &doc).await?;
     }
     Ok(spill.rows)
 }
@@ -469,7 +467,9 @@ async fn write_coordinate(
         target.put(&key, encoded.into()).await?;
     }
     for (key, doc) in &docs {
-        put_json(target, &format!("{}/{key}", spec.name), doc).await?;
+        target
+            .put_json(&format!("{}/{key}", spec.name), doc)
+            .await?;
     }
     Ok(docs)
 }

@@ -1,5 +1,7 @@
 //! [`ZarrTable`], the DataFusion [`TableProvider`] of a Zarr node.
 
+mod insert;
+
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
@@ -254,7 +256,7 @@ impl TableProvider for ZarrTable {
     }
 
     /// `INSERT INTO t SELECT …`: appends the rows along the table's dimension
-    /// (`write/append.rs`).
+    /// (`insert.rs`, `write/layout/append.rs`).
     async fn insert_into(
         &self,
         _state: &dyn Session,
@@ -268,7 +270,7 @@ impl TableProvider for ZarrTable {
             );
         }
         let model = self.current();
-        let sink = crate::write::AppendSink::new(
+        let sink = insert::AppendSink::new(
             model.store.url().as_str().to_string(),
             model.store.display_location().to_string(),
             model.options.clone(),

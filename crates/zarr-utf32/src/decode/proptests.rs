@@ -1,12 +1,13 @@
-//! Property tests: every encoder (the one this CPU runs, the scalar one, and NEON — real on
-//! aarch64, emulated elsewhere), through every output (`Utf8`, `LargeUtf8`, `Utf8View` with
-//! one or many data buffers), against an independent model and [`reference_decode`], on
-//! seeded random input over every code point range (invalid ones included), every length from
-//! 0 to the capacity, interior and leading NUL, widths from 4 to 132 bytes, every
-//! [`InvalidUtf32`] mode, with and without `nulls_in`, misaligned input, and input built from
-//! big- and little-endian code units converted to native order.
+//! Property tests of the decoding kernels: every encoder (the one this CPU runs, the scalar
+//! one, and NEON — real on aarch64, emulated elsewhere), through every output (`Utf8`,
+//! `LargeUtf8`, `Utf8View` with one or many data buffers), against an independent model and
+//! [`reference_decode`], on seeded random input over every code point range (invalid ones
+//! included), every length from 0 to the capacity, interior and leading NUL, widths from 4 to
+//! 132 bytes, every [`InvalidUtf32`] mode, with and without `nulls_in`, misaligned input, and
+//! input built from big- and little-endian code units converted to native order.
 
 use super::*;
+use crate::*;
 use arrow_array::Array;
 
 /// xorshift64: deterministic, dependency-free.

@@ -6,7 +6,7 @@ use std::mem::MaybeUninit;
 
 use arrow_buffer::NullBuffer;
 
-use crate::encode::{EncodeError, Job, Source};
+use super::{EncodeError, Job, Source};
 
 /// Whether this CPU runs the functions of this module: AVX2, BMI1 (`tzcnt`) and POPCNT, which
 /// every AVX2 CPU has.
@@ -16,7 +16,7 @@ pub(crate) fn available() -> bool {
         && std::is_x86_feature_detected!("popcnt")
 }
 
-/// [`crate::encode::drive`] compiled for AVX2, with [`element`] as the element encoder.
+/// [`super::drive`] compiled for AVX2, with [`element`] as the element encoder.
 ///
 /// # Safety
 ///
@@ -31,7 +31,7 @@ pub(crate) unsafe fn drive<S: Source>(
     // SAFETY (all four): AVX2, BMI1 and POPCNT are enabled here, and `drive` hands each
     // element a slot of at least `4 * job.units + SLACK` bytes, SLACK >= 60.
     let units = job.units;
-    use crate::encode::drive as encode;
+    use super::drive as encode;
     match (job.big, units <= 16) {
         (false, true) => encode(source, nulls, job, slots, |b, s, l, slot| unsafe {
             element::<false, true>(b, s, l, slot, units)
@@ -390,7 +390,7 @@ fn decode<const BIG: bool>(v: __m256i) -> __m256i {
     }
 }
 
-/// [`crate::encode::max_code_points`] with the code points of each element counted 32 bytes
+/// [`super::max_code_points`] with the code points of each element counted 32 bytes
 /// at a time.
 ///
 /// # Safety
@@ -398,7 +398,7 @@ fn decode<const BIG: bool>(v: __m256i) -> __m256i {
 /// The CPU must support AVX2, BMI1 and POPCNT.
 #[target_feature(enable = "avx2,bmi1,popcnt")]
 pub(crate) unsafe fn max_code_points<S: Source>(source: &S, nulls: Option<&NullBuffer>) -> usize {
-    crate::encode::max_loop(source, nulls, |buf, start, len| {
+    super::max_loop(source, nulls, |buf, start, len| {
         // SAFETY: AVX2, BMI1 and POPCNT are enabled here.
         unsafe { count(buf, start, len) }
     })
@@ -430,7 +430,7 @@ unsafe fn count(buf: &[u8], start: usize, len: usize) -> usize {
         let below = u64::MAX.checked_shr(64 - len as u32).unwrap_or(0);
         return (m & below).count_ones() as usize;
     }
-    let bytes = crate::encode::bytes_of(buf, start, len);
+    let bytes = super::bytes_of(buf, start, len);
     let mut chunks = bytes.chunks_exact(32);
     let mut n = 0;
     for c in &mut chunks {
@@ -438,5 +438,5 @@ unsafe fn count(buf: &[u8], start: usize, len: usize) -> usize {
         let v = unsafe { _mm256_loadu_si256(c.as_ptr().cast()) };
         n += leads(v).count_ones() as usize;
     }
-    n + crate::encode::count_code_points(chunks.remainder())
+    n + super::count_code_points(chunks.remainder())
 }

@@ -12,14 +12,15 @@ use core::arch::aarch64::{
 };
 
 #[cfg(not(all(target_arch = "aarch64", target_endian = "little")))]
-use crate::neon_emu::{
+use super::neon_emu::{
     vcombine_u16, vdupq_n_u32, vld1q_u8, vmaxvq_u32, vmovn_u16, vmovn_u32, vorrq_u32,
     vreinterpretq_u32_u8, vst1_u8,
 };
 
-use crate::{InvalidUtf32, Sink, TranscodeError};
+use super::Sink;
+use crate::{InvalidUtf32, TranscodeError};
 
-/// [`crate::drive`] with [`encode`] as the element encoder.
+/// [`super::drive`] with [`encode`] as the element encoder.
 pub(crate) fn drive<S: Sink>(
     input: &[u8],
     width: usize,
@@ -28,7 +29,7 @@ pub(crate) fn drive<S: Sink>(
     index_base: usize,
     sink: S,
 ) -> Result<S, TranscodeError> {
-    crate::drive(input, width, mode, nulls_in, index_base, sink, |e, dst| {
+    super::drive(input, width, mode, nulls_in, index_base, sink, |e, dst| {
         // SAFETY: `drive` hands `encode` a `dst` with room for `width + SLACK` bytes.
         unsafe { encode(e, dst) }
     })

@@ -1,0 +1,182 @@
+//! `INSERT INTO` a Zarr table: [`AppendSink`] reopens the table (its metadata as it is now),
+//! hands the rows to the writer's append (`write::append`), and reopens it after so the
+//! session reads the grown table.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use arrow::datatypes::SchemaRef;
+use async_trait::async_trait;
+use datafusion::catalog::TableProvider as _;
+use datafusion::datasource::sink::DataSink;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::TaskContext;
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, SendableRecordBatchStream};
+
+use super::ZarrTable;
+use crate::options::ZarrOptions;
+use crate::table::TableModel;
+
+/// Appends an `INSERT INTO`'s rows to a Zarr table's store, reopening the table first (its
+/// metadata as it is now) and after (so the session reads the grown table).
+pub(crate) struct AppendSink {
+    /// The store's URL as opened (may hold credentials: never shown).
+    url: String,
+    /// The store as shown.
+    shown: String,
+    options: ZarrOptions,
+    schema: SchemaRef,
+    grown: Arc<Mutex<Option<Arc<TableModel>>>>,
+    /// An Icechunk table read at the tip of a branch: the branch the rows are committed to.
+    branch: Option<String>,
+}
+
+impl AppendSink {
+    pub(crate) fn new(
+        url: String,
+        shown: String,
+        options: ZarrOptions,
+        schema: SchemaRef,
+        grown: Arc<Mutex<Option<Arc<TableModel>>>>,
+    ) -> Self {
+        Self {
+            url,
+            shown,
+            options,
+            schema: all_nullable(&schema),
+            grown,
+            branch: None,
+        }
+    }
+
+    /// The sink of a table on an Icechunk repository, opened at the tip of `branch`.
+    pub(crate) fn on_branch(mut self, branch: Option<String>) -> Self {
+        self.branch = branch;
+        self
+    }
+
+    /// Checks that `table` still has the columns the rows were planned for.
+    fn check_schema(&self, table: &ZarrTable) -> Result<()> {
+        if all_nullable(&table.schema()) != self.schema {
+            return Err(DataFusionError::Plan(format!(
+                "{}: the store changed since the table was opened (its columns are now {}); \
+                 register it again",
+                self.shown,
+                table.schema()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Appends to a table on an Icechunk repository: in a session of the branch the table was
+    /// opened at, committed once; the table then reads the new tip.
+    #[cfg(feature = "icechunk")]
+    async fn append_to_repository(
+        &self,
+        data: SendableRecordBatchStream,
+        runtime: &Arc<datafusion::execution::runtime_env::RuntimeEnv>,
+    ) -> Result<u64> {
+        let Some(branch) = self.branch.clone() else {
+            return Err(DataFusionError::Plan(format!(
+                "cannot INSERT INTO {}: it reads a fixed snapshot of an Icechunk repository \
+                 (by tag, snapshot or as_of); open it at a branch (option branch, default \
+                 main) to commit rows to it",
+                self.shown
+            )));
+        };
+        let store = crate::store::ZarrStore::open(runtime, &self.url, &self.options.storage)?;
+        let Some(write) = crate::icechunk::RepositoryWrite::open(&store, &branch).await? else {
+            return Err(DataFusionError::Plan(format!(
+                "{}: no Icechunk repository is there any more",
+                self.shown
+            )));
+        };
+        // The rows go after the branch's tip as it is now (which may have moved on since the
+        // table was opened): the table at that snapshot plans the append.
+        let mut at_tip = self.options.clone();
+        at_tip.snapshot = Some(write.base().await);
+        let table = ZarrTable::open(runtime, &self.url, at_tip).await?;
+        self.check_schema(&table)?;
+        let message = "INSERT INTO by datafusion-zarr".to_string();
+        let rows =
+            crate::write::append_to_branch(table.model(), data, &store, write, message).await?;
+        let mut grown = self.options.clone();
+        grown.snapshot = None;
+        grown.branch = Some(branch);
+        let grown = ZarrTable::open(runtime, &self.url, grown).await?;
+        if let Ok(mut slot) = self.grown.lock() {
+            *slot = Some(grown.model().clone());
+        }
+        Ok(rows)
+    }
+
+    #[cfg(not(feature = "icechunk"))]
+    async fn append_to_repository(
+        &self,
+        _data: SendableRecordBatchStream,
+        _runtime: &Arc<datafusion::execution::runtime_env::RuntimeEnv>,
+    ) -> Result<u64> {
+        Err(DataFusionError::Plan(format!(
+            "cannot INSERT INTO {}: this build writes no Icechunk repository",
+            self.shown
+        )))
+    }
+}
+
+impl fmt::Debug for AppendSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ZarrAppendSink(store={})", self.shown)
+    }
+}
+
+impl DisplayAs for AppendSink {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "ZarrAppendSink(store={}, path={})",
+            self.shown, self.options.path
+        )
+    }
+}
+
+#[async_trait]
+impl DataSink for AppendSink {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    async fn write_all(
+        &self,
+        data: SendableRecordBatchStream,
+        context: &Arc<TaskContext>,
+    ) -> Result<u64> {
+        let runtime = context.runtime_env();
+        if self.options.snapshot.is_some() {
+            return self.append_to_repository(data, &runtime).await;
+        }
+        let table = ZarrTable::open(&runtime, &self.url, self.options.clone()).await?;
+        self.check_schema(&table)?;
+        let rows = crate::write::append(table.model(), data).await?;
+        let grown = ZarrTable::open(&runtime, &self.url, self.options.clone()).await?;
+        if let Ok(mut slot) = self.grown.lock() {
+            *slot = Some(grown.model().clone());
+        }
+        Ok(rows)
+    }
+}
+
+/// `schema` with every column nullable: the sink's schema, which DataFusion checks the rows
+/// against before they reach it. An index column (the row position) is not given by an
+/// `INSERT INTO t (a, b)` and arrives as NULL; a NULL the array cannot hold is refused by the
+/// append itself, naming the column and row.
+fn all_nullable(schema: &SchemaRef) -> SchemaRef {
+    let fields: Vec<_> = schema
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone().with_nullable(true))
+        .collect();
+    Arc::new(arrow::datatypes::Schema::new_with_metadata(
+        fields,
+        schema.metadata().clone(),
+    ))
+}

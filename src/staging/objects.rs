@@ -1,0 +1,291 @@
+//! Staging on an object store (S3, GCS, Azure; also the local files of an append): a new
+//! store is written in place, metadata last, and its objects removed if the write fails; an
+//! existing store being replaced is written below a hidden prefix beside it and copied over it
+//! only when complete; an append writes in place, its new chunks first and the grown metadata
+//! last.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::path::{Path, PathPart};
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+
+use super::{Shown, Stage, hidden_name, object_path};
+use crate::error::Result;
+
+/// The metadata keys of a Zarr node (written last, removed first).
+pub(crate) const METADATA_KEYS: [&str; 5] =
+    ["zarr.json", ".zgroup", ".zarray", ".zattrs", ".zmetadata"];
+
+/// Where the objects of an [`ObjectStage`] go.
+#[derive(Debug)]
+pub(crate) enum Placement {
+    /// Straight into a new store; removed if the write fails.
+    Direct,
+    /// Below a hidden prefix beside the existing store at `target`, copied over it on commit.
+    Beside {
+        /// The store being replaced.
+        target: Path,
+    },
+    /// Into an existing store (an append): new objects are removed if the write fails.
+    InPlace,
+}
+
+/// The objects of one write to an object store.
+#[derive(Debug)]
+pub(crate) struct ObjectStage {
+    store: Arc<dyn ObjectStore>,
+    /// Where objects are written now.
+    root: Path,
+    placement: Placement,
+    shown: Shown,
+    /// The objects written so far (to remove if the write fails).
+    written: Mutex<Vec<Path>>,
+    done: bool,
+}
+
+impl ObjectStage {
+    /// A stage writing the store at `root` of `store` as `placement` says.
+    pub(crate) fn new(
+        store: Arc<dyn ObjectStore>,
+        root: Path,
+        placement: Placement,
+        shown: Shown,
+    ) -> Self {
+        let root = match &placement {
+            Placement::Beside { target } => beside(target, "tmp"),
+            Placement::Direct | Placement::InPlace => root,
+        };
+        Self {
+            store,
+            root,
+            placement,
+            shown,
+            written: Mutex::new(Vec::new()),
+            done: false,
+        }
+    }
+
+    fn written(&self) -> Vec<Path> {
+        self.written.lock().map(|w| w.clone()).unwrap_or_default()
+    }
+
+    /// Copies the staged store over `target`. Object stores have no rename, so the old store
+    /// is first copied aside (below a hidden `.old` prefix beside it); then its metadata goes
+    /// (it stops being a store), the new chunks come, the arrays' metadata, the root's, and
+    /// last the old objects the new store does not have. If that fails midway, the old store
+    /// is copied back; if even that fails, the error names where it is kept.
+    async fn copy_over(&self, target: &Path) -> Result<()> {
+        let old: Vec<Path> = self
+            .store
+            .list(Some(target))
+            .map_ok(|meta| meta.location)
+            .try_collect()
+            .await
+            .map_err(|e| self.shown.error(e.to_string()))?;
+        let moves = ordered_moves(&self.written(), &self.root, target);
+        let aside = beside(target, "old");
+        let kept = ordered_moves(&old, target, &aside);
+        for (done, (from, to)) in kept.iter().enumerate() {
+            if let Err(e) = self.store.copy(from, to).await {
+                for (_, copy) in kept.iter().take(done) {
+                    let _ = self.store.delete(copy).await;
+                }
+                return Err(self.shown.error(format!(
+                    "cannot copy the old store aside before replacing it ({e}); it is unchanged"
+                )));
+            }
+        }
+        let restore: Vec<(Path, Path)> = kept.iter().map(|(a, b)| (b.clone(), a.clone())).collect();
+        match self.swap_in(target, &old, &moves).await {
+            Ok(()) => {
+                for (_, copy) in &kept {
+                    let _ = self.store.delete(copy).await;
+                }
+                for (from, _) in &moves {
+                    let _ = self.store.delete(from).await;
+                }
+                Ok(())
+            }
+            Err(e) => match self.swap_in(target, &[], &restore).await {
+                Ok(()) => {
+                    let old: HashSet<&Path> = old.iter().collect();
+                    for (_, new) in moves.iter().filter(|(_, to)| !old.contains(to)) {
+                        let _ = self.store.delete(new).await;
+                    }
+                    for (_, copy) in &kept {
+                        let _ = self.store.delete(copy).await;
+                    }
+                    Err(self
+                        .shown
+                        .error(format!("{e}; the store that was there is restored")))
+                }
+                Err(again) => Err(self.shown.error(format!(
+                    "{e}; putting the old store back failed too ({again}): it is kept whole at \
+                     {aside}"
+                ))),
+            },
+        }
+    }
+
+    /// Replaces the store at `target` by copying `moves` (chunks first, metadata from the
+    /// deepest node up), after removing its root metadata; then removes the objects of `old`
+    /// that no move wrote.
+    async fn swap_in(&self, target: &Path, old: &[Path], moves: &[(Path, Path)]) -> Result<()> {
+        for key in METADATA_KEYS {
+            let path = target.clone().join(key);
+            match self.store.delete(&path).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(self.shown.error(format!("{key}: {e}"))),
+            }
+        }
+        for (from, to) in moves {
+            self.store
+                .copy(from, to)
+                .await
+                .map_err(|e| self.shown.error(format!("{to}: {e}")))?;
+        }
+        let written: HashSet<&Path> = moves.iter().map(|m| &m.1).collect();
+        for path in old.iter().filter(|p| !written.contains(p)) {
+            let _ = self.store.delete(path).await;
+        }
+        Ok(())
+    }
+
+    /// The objects written, taken (they are removed once).
+    fn take_written(&self) -> Vec<Path> {
+        self.written
+            .lock()
+            .map(|mut w| std::mem::take(&mut *w))
+            .unwrap_or_default()
+    }
+}
+
+#[async_trait]
+impl Stage for ObjectStage {
+    async fn put(&self, key: &str, bytes: Bytes) -> Result<()> {
+        let path = object_path(&self.root, key, &self.shown)?;
+        // Noted first: a put cut short may still have written it.
+        if let Ok(mut written) = self.written.lock() {
+            written.push(path.clone());
+        }
+        self.store
+            .put(&path, PutPayload::from_bytes(bytes))
+            .await
+            .map_err(|e| self.shown.error(format!("{key}: {e}")))?;
+        Ok(())
+    }
+
+    async fn replace(&self, key: &str, bytes: Bytes) -> Result<()> {
+        self.store
+            .put(
+                &object_path(&self.root, key, &self.shown)?,
+                PutPayload::from_bytes(bytes),
+            )
+            .await
+            .map_err(|e| self.shown.error(format!("{key}: {e}")))?;
+        Ok(())
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Bytes>> {
+        match self
+            .store
+            .get(&object_path(&self.root, key, &self.shown)?)
+            .await
+        {
+            Ok(result) => Ok(Some(
+                result
+                    .bytes()
+                    .await
+                    .map_err(|e| self.shown.error(format!("{key}: {e}")))?,
+            )),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.shown.error(format!("{key}: {e}"))),
+        }
+    }
+
+    async fn commit(&mut self) -> Result<()> {
+        if let Placement::Beside { target } = &self.placement {
+            // On failure the staged objects are removed by the abort that follows.
+            self.copy_over(target).await?;
+        }
+        self.done = true;
+        Ok(())
+    }
+
+    async fn abort(&mut self) {
+        self.done = true;
+        for path in self.take_written() {
+            let _ = self.store.delete(&path).await;
+        }
+    }
+}
+
+impl Drop for ObjectStage {
+    /// A write dropped unfinished (cancelled) removes its objects in the background, best
+    /// effort.
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let written = self.take_written();
+        if written.is_empty() {
+            return;
+        }
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let store = self.store.clone();
+            handle.spawn(async move {
+                for path in written {
+                    let _ = store.delete(&path).await;
+                }
+            });
+        }
+    }
+}
+
+/// Whether a Zarr node's metadata is at `root` of `store`.
+pub(crate) async fn is_store(store: &dyn ObjectStore, root: &Path, shown: &Shown) -> Result<bool> {
+    for key in METADATA_KEYS {
+        match store.head(&root.clone().join(key)).await {
+            Ok(_) => return Ok(true),
+            Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(shown.error(format!("{key}: {e}"))),
+        }
+    }
+    Ok(false)
+}
+
+/// A hidden prefix beside `root` (`.name.<pid>-<nanos>.<what>`), for a staged store or the
+/// copy of the one it replaces.
+fn beside(root: &Path, what: &str) -> Path {
+    let parts: Vec<_> = root.parts().collect();
+    let name = root.filename().unwrap_or("store").to_string();
+    let hidden = hidden_name(&name, what);
+    let parent = Path::from_iter(parts.iter().take(parts.len().saturating_sub(1)).cloned());
+    parent.join(hidden.as_str())
+}
+
+/// The copies that move each of `paths` (below `from`) to the same key below `to`: chunks
+/// first, then metadata from the deepest node up to the root's.
+fn ordered_moves(paths: &[Path], from: &Path, to: &Path) -> Vec<(Path, Path)> {
+    let mut moves: Vec<(Path, Path, bool, usize)> = Vec::new();
+    for path in paths {
+        let Some(parts) = path.prefix_match(from) else {
+            continue;
+        };
+        let parts: Vec<PathPart<'static>> = parts
+            .map(|p| PathPart::from(p.as_ref().to_string()))
+            .collect();
+        let metadata = parts
+            .last()
+            .is_some_and(|p| METADATA_KEYS.contains(&p.as_ref()));
+        let depth = parts.len();
+        let target = parts.into_iter().fold(to.clone(), |p, part| p.join(part));
+        moves.push((path.clone(), target, metadata, depth));
+    }
+    moves.sort_by(|a, b| a.2.cmp(&b.2).then(b.3.cmp(&a.3)));
+    moves.into_iter().map(|(a, b, _, _)| (a, b)).collect()
+}
