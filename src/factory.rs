@@ -13,6 +13,7 @@ use datafusion::logical_expr::{CreateExternalTable, Expr};
 use crate::error::ZarrError;
 use crate::options::ZarrOptions;
 use crate::provider::ZarrTable;
+use crate::session_options::ZarrSessionOptions;
 
 /// Creates [`ZarrTable`]s for `CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '…'
 /// OPTIONS ('path' 'a/b', 'string_type' 'utf8view', …)`.
@@ -26,9 +27,14 @@ impl TableProviderFactory for ZarrTableFactory {
         state: &dyn Session,
         cmd: &CreateExternalTable,
     ) -> DFResult<Arc<dyn TableProvider>> {
+        // The session's `zarr.*` values, then the statement's options (which win).
+        let mut options =
+            ZarrSessionOptions::from_config(state.config_options())?.read_options()?;
         let mut pairs: Vec<(&String, &String)> = cmd.options.iter().collect();
         pairs.sort();
-        let options = ZarrOptions::from_pairs(pairs)?;
+        for (key, value) in pairs {
+            options.set(key, value)?;
+        }
         let [location] = cmd.locations.as_slice() else {
             return plan_err!(
                 "a Zarr table has exactly one LOCATION, got {}",
@@ -70,7 +76,8 @@ impl TableFunctionImpl for ReadZarrFunction {
             args.exprs(),
             "read_zarr('location' [, 'path' [, 'option', 'value', ...]])",
         )?;
-        let (location, options) = Self::arguments(&strings)?;
+        let defaults = ZarrSessionOptions::from_config(args.session().config_options())?;
+        let (location, options) = Self::arguments_with(defaults.read_options()?, &strings)?;
         let runtime = args.session().runtime_env().clone();
         let table = open_blocking(runtime, location, options)?;
         Ok(Arc::new(table))
@@ -100,10 +107,20 @@ impl ReadZarrFunction {
     /// `'location' [, 'path' [, 'option', 'value', …]]` (for callers that take the arguments
     /// elsewhere, as the Python package's `read_zarr` does).
     pub fn arguments(strings: &[String]) -> DFResult<(String, ZarrOptions)> {
+        Self::arguments_with(ZarrOptions::default(), strings)
+    }
+
+    /// [`ReadZarrFunction::arguments`] starting from `defaults` (the session's, as
+    /// [`ZarrSessionOptions::read_options`] gives them) rather than the options' own: the
+    /// arguments win.
+    pub fn arguments_with(
+        defaults: ZarrOptions,
+        strings: &[String],
+    ) -> DFResult<(String, ZarrOptions)> {
         let Some((location, rest)) = strings.split_first() else {
             return plan_err!("usage: read_zarr('location' [, 'path' [, 'option', 'value', ...]])");
         };
-        let mut options = ZarrOptions::default();
+        let mut options = defaults;
         let pairs = match rest.split_first() {
             Some((path, pairs)) => {
                 options.path = path.clone();

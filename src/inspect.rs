@@ -29,18 +29,8 @@ use crate::table::{ColumnSource, TableModel};
 /// # tokio::runtime::Runtime::new().unwrap().block_on(demo()).unwrap();
 /// ```
 pub async fn inspect(runtime: &RuntimeEnv, location: &str, options: &ZarrOptions) -> Result<Value> {
-    let store = ZarrStore::open(runtime, location, &options.storage)?;
-    let (store, options) = crate::icechunk::checkout_named(store, options.clone()).await?;
     let (store, options, root) =
-        match open_node(&store, &options.path, &Limits::of(&options), None).await {
-            Ok(root) => (store, options, root),
-            Err(failure) => {
-                let (store, options) =
-                    crate::icechunk::checkout_if_repository(store, options, failure).await?;
-                let root = open_node(&store, &options.path, &Limits::of(&options), None).await?;
-                (store, options, root)
-            }
-        };
+        crate::icechunk::open_node_at(runtime, location, options.clone(), false).await?;
     let options = &options;
     let mut tree = describe(&store, root, options).await?;
     tree["store"] = json!(store.display_location());

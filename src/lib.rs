@@ -19,6 +19,7 @@
 //! ## The public API
 //! - [`register`]: `CREATE EXTERNAL TABLE … STORED AS ZARR` ([`ZarrTableFactory`]) and the
 //!   table function `read_zarr` ([`ReadZarrFunction`]) in a session.
+//! - [`ZarrSessionOptions`]: the session defaults `SET zarr.<option> = '…'` gives them.
 //! - [`ZarrTable`]: the `TableProvider` of one array or group, opened from a location and
 //!   [`ZarrOptions`]; [`ZarrScanExec`] is the physical plan node its scans produce.
 //! - [`ScanProgress`] (a trait) and [`ProgressCounter`]: progress of scans, for progress bars.
@@ -36,7 +37,9 @@
 
 #[doc(hidden)]
 pub mod bench_support;
+mod cf;
 mod codecs;
+mod declare;
 #[cfg(feature = "ballista")]
 pub mod distributed;
 mod error;
@@ -54,6 +57,7 @@ mod options;
 mod progress;
 mod provider;
 mod scan;
+mod session_options;
 mod staging;
 mod store;
 mod table;
@@ -80,15 +84,22 @@ pub use options::{InvalidUtf32, OptionDoc, StringType, ZarrOptions};
 pub use progress::{ProgressCounter, ProgressSnapshot, ScanProgress};
 pub use provider::ZarrTable;
 pub use scan::ZarrScanExec;
+pub use session_options::ZarrSessionOptions;
 
 /// Registers `STORED AS ZARR` (reading, and writing with `COPY`), the `read_zarr` table function, the [`OrderedZarrScan`]
 /// physical optimizer rule and, for the `parquet` extension, DataFusion's Parquet format with
 /// our writer for `COPY` to one local file ([`export::ParquetFormatWithZarrWriterFactory`]) on
-/// `ctx` (registering twice changes nothing).
+/// `ctx`, and the `zarr.*` session options that `SET` changes ([`ZarrSessionOptions`])
+/// (registering twice changes nothing, values set included).
 pub fn register(ctx: &SessionContext) {
     {
         let state_ref = ctx.state_ref();
         let mut state = state_ref.write();
+        // SET zarr.<option> = '…': session defaults (session_options.rs), kept if set.
+        let options = state.config_mut().options_mut();
+        if options.extensions.get::<ZarrSessionOptions>().is_none() {
+            options.extensions.insert(ZarrSessionOptions::new());
+        }
         state
             .table_factories_mut()
             .insert("ZARR".to_string(), Arc::new(ZarrTableFactory));

@@ -4,6 +4,8 @@
 //! with `format.`), from `read_zarr(…)` arguments and from the command line. Keys are matched
 //! case-insensitively, with or without the `format.` prefix.
 
+pub use crate::declare::OptionDoc;
+use crate::declare::{OptionValue, declare_options, markdown_rows};
 use crate::error::{Result, ZarrError};
 use crate::object_stores::{STORAGE_PREFIXES, StorageOptions};
 
@@ -71,146 +73,7 @@ pub fn parse_invalid_utf32(value: &str) -> Result<InvalidUtf32> {
     }
 }
 
-/// Declares the table options once: each option's key, type, default, parser, the values and
-/// meaning the documentation shows, and its doc comment. From it come the struct, its
-/// `Default`, [`OPTION_KEYS`], [`ZarrOptions::set`], [`ZarrOptions::to_pairs`] (what a cluster's
-/// executors receive: a key cannot be forgotten there) and [`ZarrOptions::documentation`] (the
-/// options table of the README, checked against it by a test). In the manner of DataFusion's
-/// `extensions_options!`, written here because DataFusion's macro parses through `FromStr`
-/// with its own messages and knows nothing of our storage options.
-macro_rules! zarr_options {
-    (
-        $(#[$struct_meta:meta])*
-        pub struct $name:ident {
-            $(
-                $(#[doc = $doc:literal])*
-                $field:ident: $ty:ty = $default:expr,
-                    parse $parse:path, values $values:literal, meaning $meaning:literal;
-            )*
-        }
-    ) => {
-        $(#[$struct_meta])*
-        pub struct $name {
-            $( $(#[doc = $doc])* pub $field: $ty, )*
-            /// Object store configuration (`aws.*`, `gcp.*`, `azure.*`, `http.*`, `retry.*`)
-            /// for a remote location whose store the session has not registered.
-            pub storage: StorageOptions,
-        }
-
-        impl Default for $name {
-            fn default() -> Self {
-                Self { $( $field: $default, )* storage: StorageOptions::default() }
-            }
-        }
-
-        /// The option keys, as documented (and the storage prefixes in [`STORAGE_PREFIXES`]).
-        pub const OPTION_KEYS: &[&str] = &[ $( stringify!($field), )* ];
-
-        impl $name {
-            /// Each option's key, the values it takes and what it means, in declaration order:
-            /// the options table of the documentation.
-            pub fn documentation() -> Vec<OptionDoc> {
-                vec![ $( OptionDoc {
-                    key: stringify!($field),
-                    values: $values,
-                    meaning: $meaning,
-                }, )* ]
-            }
-
-            /// Every option as the key/value pairs [`ZarrOptions::from_pairs`] reads back,
-            /// storage options included (their values may be secrets: do not show them).
-            pub fn to_pairs(&self) -> Vec<(String, String)> {
-                let mut pairs = Vec::new();
-                $(
-                    if let Some(value) = OptionValue::render(&self.$field) {
-                        pairs.push((stringify!($field).to_string(), value));
-                    }
-                )*
-                for key in self.storage.keys() {
-                    if let Some(value) = self.storage.get(key) {
-                        pairs.push((key.to_string(), value.to_string()));
-                    }
-                }
-                pairs
-            }
-
-            /// Sets one declared option; `false` when `key` is none of them.
-            fn set_declared(&mut self, key: &str, value: &str) -> Result<bool> {
-                match key {
-                    $( stringify!($field) => self.$field = $parse(key, value)?, )*
-                    _ => return Ok(false),
-                }
-                Ok(true)
-            }
-        }
-    };
-}
-
-/// One row of the options table: the key, the values it takes, what it means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OptionDoc {
-    /// The key, as given in `OPTIONS`, `read_zarr` or `-o`.
-    pub key: &'static str,
-    /// The values it takes, its default among them (Markdown).
-    pub values: &'static str,
-    /// What it does (Markdown).
-    pub meaning: &'static str,
-}
-
-/// An option's value as the key/value pair [`ZarrOptions::to_pairs`] writes (`None`: unset).
-trait OptionValue {
-    fn render(&self) -> Option<String>;
-}
-
-impl OptionValue for String {
-    fn render(&self) -> Option<String> {
-        Some(self.clone())
-    }
-}
-
-impl OptionValue for Option<String> {
-    fn render(&self) -> Option<String> {
-        self.clone()
-    }
-}
-
-impl OptionValue for bool {
-    fn render(&self) -> Option<String> {
-        Some(self.to_string())
-    }
-}
-
-impl OptionValue for u64 {
-    fn render(&self) -> Option<String> {
-        Some(self.to_string())
-    }
-}
-
-impl OptionValue for usize {
-    fn render(&self) -> Option<String> {
-        Some(self.to_string())
-    }
-}
-
-impl OptionValue for StringType {
-    fn render(&self) -> Option<String> {
-        Some(self.name().to_string())
-    }
-}
-
-impl OptionValue for InvalidUtf32 {
-    fn render(&self) -> Option<String> {
-        Some(invalid_utf32_name(*self).to_string())
-    }
-}
-
-impl OptionValue for Option<Vec<String>> {
-    fn render(&self) -> Option<String> {
-        self.as_ref().map(|names| names.join(","))
-    }
-}
-
-zarr_options! {
+declare_options! {
     /// Options of a Zarr table.
     #[derive(Debug, Clone, PartialEq)]
     pub struct ZarrOptions {
@@ -310,6 +173,18 @@ zarr_options! {
     }
 }
 
+impl OptionValue for StringType {
+    fn render(&self) -> Option<String> {
+        Some(self.name().to_string())
+    }
+}
+
+impl OptionValue for InvalidUtf32 {
+    fn render(&self) -> Option<String> {
+        Some(invalid_utf32_name(*self).to_string())
+    }
+}
+
 /// Chunk fetches in flight per partition by default: with 2 partitions and 20 ms per request,
 /// 64 keep ~6,000 requests a second going, more than a core decodes; locally it costs nothing.
 pub const DEFAULT_IO_CONCURRENCY: usize = 64;
@@ -340,7 +215,7 @@ impl ZarrOptions {
         }
         Err(ZarrError::Option(format!(
             "unknown option '{key}'; known options: {}, and object store options under {}",
-            OPTION_KEYS.join(", "),
+            Self::KEYS.join(", "),
             STORAGE_PREFIXES
                 .iter()
                 .map(|p| format!("{p}*"))
@@ -352,13 +227,7 @@ impl ZarrOptions {
     /// The options table of the documentation, in Markdown: one row per option, then the
     /// storage prefixes (docs/remote-stores.md).
     pub fn markdown_table() -> String {
-        let mut table = String::from("| option | values | meaning |\n|---|---|---|\n");
-        for doc in Self::documentation() {
-            table.push_str(&format!(
-                "| `{}` | {} | {} |\n",
-                doc.key, doc.values, doc.meaning
-            ));
-        }
+        let mut table = markdown_rows(&Self::documentation());
         table.push_str(
             "| `aws.*`, `gcp.*`, `azure.*`, `http.*`, `retry.*` | see [remote stores](docs/remote-stores.md) | the object store of a remote location |\n",
         );
@@ -552,7 +421,7 @@ mod tests {
                 .iter()
                 .map(|d| d.key)
                 .collect::<Vec<_>>(),
-            OPTION_KEYS
+            ZarrOptions::KEYS
         );
     }
 

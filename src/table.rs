@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaRef};
 
+use crate::cf::{CfDecoding, TextEncoding};
 use crate::error::{Result, ZarrError};
 use crate::limits::Limits;
-use crate::node::cf_attributes::{CfDecoding, TextEncoding};
 use crate::node::{ArrayNode, ElementKind, GroupNode, Node, UnreadableArray};
 use crate::options::{InvalidUtf32, StringType, ZarrOptions};
 use crate::store::ZarrStore;
@@ -651,7 +651,7 @@ fn arrow_type(array: &ArrayNode, options: &ZarrOptions) -> Result<ArrowType> {
         ElementKind::Bytes { .. } | ElementKind::VariableBytes => ArrowType::Binary,
         ElementKind::Primitive(t) if options.decode_cf => {
             let attributes = array.attributes.used();
-            crate::node::cf_attributes::check_packing(array.kind.as_ref(), attributes)
+            crate::cf::attributes::check_packing(t, attributes)
                 .map_err(|e| ZarrError::metadata(&array.display, e))?;
             array
                 .cf

@@ -20,6 +20,7 @@ from ._internal import (
     DATAFUSION_VERSION,
     IcechunkHistory,
     ZarrError,
+    ZarrSessionOptions,
     ZarrTable,
     ZarrTableFactory,
     _icechunk_history,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "IcechunkHistory",
     "ZarrError",
+    "ZarrSessionOptions",
     "ZarrTable",
     "ZarrTableFactory",
     "icechunk_refs",
@@ -76,13 +78,15 @@ def read(location: str, path: str | None = None, **options: Any) -> ZarrTable:
     return ZarrTable(location, path, **options)
 
 
-def read_zarr(*args: Any) -> ZarrTable:
+def read_zarr(*args: Any, session: datafusion.SessionContext | None = None) -> ZarrTable:
     """The table function ``read_zarr('location' [, 'path' [, 'option', 'value', ...]])``.
 
-    Registered by :func:`register`. datafusion-python calls it with literal expressions; it is a
-    Python function (not an FFI table function) because datafusion-ffi turns filter pushdown off
-    for the tables that FFI table functions return. The strings are read as the Rust
-    ``read_zarr`` reads them (``ReadZarrFunction::arguments``).
+    Registered by :func:`register`. datafusion-python calls it with literal expressions and the
+    calling ``session``, whose ``zarr.*`` options (see :class:`ZarrSessionOptions`) the
+    arguments start from; it is a Python function (not an FFI table function) because
+    datafusion-ffi turns filter pushdown off for the tables that FFI table functions return.
+    The strings are read as the Rust ``read_zarr`` reads them
+    (``ReadZarrFunction::arguments_with``).
     """
     values = []
     for i, arg in enumerate(args, start=1):
@@ -95,14 +99,18 @@ def read_zarr(*args: Any) -> ZarrTable:
             )
             raise ZarrError(msg)
         values.append(value)
-    return ZarrTable._from_read_zarr(values)
+    return ZarrTable._from_read_zarr(values, session)
 
 
 def register(ctx: datafusion.SessionContext) -> None:
-    """Registers ``read_zarr(...)`` and ``CREATE EXTERNAL TABLE ... STORED AS ZARR`` on ``ctx``."""
+    """Registers ``read_zarr(...)`` and ``CREATE EXTERNAL TABLE ... STORED AS ZARR`` on ``ctx``.
+
+    Both start from the session's ``zarr.*`` options when its ``SessionConfig`` holds
+    :class:`ZarrSessionOptions` (``SET zarr.string_type = 'utf8view'``).
+    """
     from datafusion import udtf
 
-    ctx.register_udtf(udtf(read_zarr, "read_zarr"))
+    ctx.register_udtf(udtf(read_zarr, "read_zarr", with_session=True))
     ctx.register_udtf(udtf(_snapshots_function, "icechunk_snapshots"))
     ctx.register_udtf(udtf(_refs_function, "icechunk_refs"))
     ctx.register_table_factory("ZARR", ZarrTableFactory())
@@ -173,8 +181,9 @@ def write_zarr(
     data: Any,
     location: str,
     *,
-    mode: str = "error",
+    mode: str | None = None,
     storage_options: dict[str, str] | None = None,
+    session: datafusion.SessionContext | None = None,
     **options: Any,
 ) -> int:
     """Writes ``data`` as a Zarr store at ``location`` and returns the rows written.
@@ -182,14 +191,16 @@ def write_zarr(
     ``data`` is anything with the Arrow PyCapsule stream interface (``__arrow_c_stream__``): a
     datafusion-python ``DataFrame``, a pyarrow ``Table`` or ``RecordBatchReader``, a polars
     ``DataFrame``. ``location`` is a local path or an ``s3://``, ``gs://`` or ``az://`` URL.
-    ``mode`` is ``"error"`` (an existing store is an error) or ``"overwrite"`` (it is replaced
-    once the new one is complete). ``storage_options`` configure the object store
+    ``mode`` is ``"error"`` (the default: an existing store is an error) or ``"overwrite"`` (it
+    is replaced once the new one is complete). ``storage_options`` configure the object store
     (``{"aws.region": "eu-west-1"}``, the keys of ``read``). ``options`` are those of
     ``COPY ... STORED AS ZARR`` (docs/writing.md): ``zarr_format``, ``chunk_rows``,
     ``compression``, ``string_length``, ``dimensions`` and the others; an unknown one is an
     error listing them. The GIL is released while writing. A ``location`` that holds an
     Icechunk repository gets one commit on ``branch`` (default ``"main"``) with ``message``
-    (docs/icechunk.md).
+    (docs/icechunk.md). With ``session`` (a ``SessionContext`` whose ``SessionConfig`` holds
+    :class:`ZarrSessionOptions`), the options start from its ``zarr.*`` values, as ``COPY``
+    starts from its session's, and those given here win.
 
     datafusion-python cannot register a file format across DataFusion's FFI, so ``COPY`` to
     ``STORED AS ZARR`` in a datafusion-python session is not available; this is its way.
@@ -204,8 +215,8 @@ def write_zarr(
             return ",".join(str(v) for v in value)
         return str(value)
 
-    pairs = [("mode", mode)]
+    pairs = [] if mode is None else [("mode", mode)]
     pairs += [(key, text(value)) for key, value in (storage_options or {}).items()]
     pairs += [(key, text(value)) for key, value in options.items()]
-    return _write_zarr(data.__arrow_c_stream__(), str(location), pairs)
+    return _write_zarr(data.__arrow_c_stream__(), str(location), pairs, session)
 

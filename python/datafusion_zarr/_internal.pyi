@@ -126,8 +126,9 @@ class ZarrTable:
             TypeError: ``progress`` is not callable.
         """
     @staticmethod
-    def _from_read_zarr(arguments: list[str]) -> ZarrTable:
-        """The table of ``read_zarr('location' [, 'path' [, 'option', 'value', ...]])``."""
+    def _from_read_zarr(arguments: list[str], session: Any | None = None) -> ZarrTable:
+        """The table of ``read_zarr('location' [, 'path' [, 'option', 'value', ...]])``,
+        starting from the ``zarr.*`` options of ``session`` (a ``SessionContext``) if given."""
     def __datafusion_table_provider__(self, session: Any) -> object: ...
     def __arrow_c_schema__(self) -> object: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
@@ -142,7 +143,26 @@ class ZarrTableFactory:
     def __init__(self) -> None: ...
     def __datafusion_table_provider_factory__(self, codec: Any) -> object: ...
 
-def _write_zarr(stream: object, location: str, options: list[tuple[str, str]]) -> int: ...
+def _write_zarr(
+    stream: object, location: str, options: list[tuple[str, str]], session: Any | None = None
+) -> int: ...
+
+class ZarrSessionOptions:
+    """The ``zarr.*`` session options: ``SessionConfig().with_extension(ZarrSessionOptions())``
+    makes a session in which ``SET zarr.string_type = 'utf8view'`` (any option of reading or
+    writing, docs/writing.md) sets a default that ``read_zarr``, ``CREATE EXTERNAL TABLE ...
+    STORED AS ZARR`` and ``write_zarr(..., session=ctx)`` start from; their own options win.
+
+    ``defaults`` are such values from the start (``ZarrSessionOptions(string_type="utf8view")``).
+    Each is checked here; a value given with ``SET`` is checked when a statement uses it
+    (datafusion-ffi keeps whatever is set). Storage options are not session options.
+
+    Raises:
+        ZarrError: an unknown option, a storage option, or a bad value.
+    """
+
+    def __init__(self, **defaults: Any) -> None: ...
+    def __datafusion_extension_options__(self) -> object: ...
 
 class IcechunkHistory:
     """A table of an Icechunk repository's history (``icechunk_snapshots``, ``icechunk_refs``)."""

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use datafusion::error::Result;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_zarr::ZarrTable;
-use datafusion_zarr::export::{Compression, ParquetExport, export_frame, write_parquet};
+use datafusion_zarr::export::{ParquetCompression, ParquetExport, export_frame, write_parquet};
 
 /// What `to_parquet` was asked for.
 pub struct ToParquet {
     pub path: PathBuf,
     pub columns: Vec<String>,
     pub predicate: Option<String>,
-    pub compression: Compression,
+    pub compression: ParquetCompression,
     pub compression_level: Option<u32>,
     pub row_group_size: Option<usize>,
     pub threads: Option<usize>,

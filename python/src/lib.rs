@@ -15,7 +15,11 @@ use std::sync::Arc;
 use arrow::ffi::FFI_ArrowSchema;
 use arrow::ffi_stream::FFI_ArrowArrayStream;
 use datafusion::catalog::TableProvider;
+use datafusion::common::config::ExtensionOptions;
+use datafusion::execution::TaskContext;
 use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion_ffi::config::extension_options::FFI_ExtensionOptions;
+use datafusion_ffi::execution::FFI_TaskContextProvider;
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
 use datafusion_ffi::table_provider::FFI_TableProvider;
 use datafusion_ffi::table_provider_factory::FFI_TableProviderFactory;
@@ -56,6 +60,26 @@ fn logical_codec(session: &Bound<'_, PyAny>) -> PyResult<FFI_LogicalExtensionCod
     // SAFETY: the capsule's name says it holds an FFI_LogicalExtensionCodec, which the capsule
     // keeps alive while we clone it (datafusion-python's own reading of these capsules).
     Ok(unsafe { pointer.as_ref() }.clone())
+}
+
+/// The `zarr.*` session defaults of a datafusion-python `SessionContext`, read from the
+/// configuration its `__datafusion_task_context_provider__` carries across datafusion-ffi: the
+/// values that `SET zarr.<option> = '…'` gave in a session whose `SessionConfig` holds
+/// [`PyZarrSessionOptions`] (checked here: datafusion-ffi's options keep any value set).
+fn session_defaults(session: &Bound<'_, PyAny>) -> PyResult<datafusion_zarr::ZarrSessionOptions> {
+    let capsule = session.call_method0("__datafusion_task_context_provider__")?;
+    let capsule = capsule
+        .cast::<PyCapsule>()
+        .map_err(|_| PyTypeError::new_err("expected a datafusion SessionContext for session"))?;
+    let pointer: NonNull<FFI_TaskContextProvider> = capsule
+        .pointer_checked(Some(c"datafusion_task_context_provider"))?
+        .cast();
+    // SAFETY: the capsule's name says it holds an FFI_TaskContextProvider, which the capsule
+    // keeps alive while we ask it for a task context (datafusion-ffi's foreign side).
+    let provider = unsafe { pointer.as_ref() };
+    let task: Arc<TaskContext> = provider.try_into().map_err(zarr_error)?;
+    datafusion_zarr::ZarrSessionOptions::from_config(task.session_config().options())
+        .map_err(zarr_error)
 }
 
 fn capsule<'py, T: 'static + Send>(
@@ -134,11 +158,24 @@ impl PyZarrTable {
     }
 
     /// The table `read_zarr('location' [, 'path' [, 'option', 'value', …]])` names, from its
-    /// arguments as strings (the package's `read_zarr` table function).
+    /// arguments as strings (the package's `read_zarr` table function), starting from the
+    /// `zarr.*` defaults of `session` (the calling `SessionContext`) when given.
     #[staticmethod]
-    fn _from_read_zarr(py: Python<'_>, arguments: Vec<String>) -> PyResult<Self> {
+    #[pyo3(signature = (arguments, session=None))]
+    fn _from_read_zarr(
+        py: Python<'_>,
+        arguments: Vec<String>,
+        session: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let defaults = match session {
+            Some(session) => session_defaults(session)?
+                .read_options()
+                .map_err(zarr_error)?,
+            None => datafusion_zarr::ZarrOptions::default(),
+        };
         let (location, options) =
-            datafusion_zarr::ReadZarrFunction::arguments(&arguments).map_err(zarr_error)?;
+            datafusion_zarr::ReadZarrFunction::arguments_with(defaults, &arguments)
+                .map_err(zarr_error)?;
         Self::open(py, location, options)
     }
 
@@ -334,17 +371,25 @@ impl PyZarrTableFactory {
 }
 
 /// Writes the Arrow C stream in `stream` (a PyCapsule from `__arrow_c_stream__`) as a Zarr
-/// store at `location` (a path or URL), with `options` as `COPY … STORED AS ZARR` takes them;
+/// store at `location` (a path or URL), with `options` as `COPY … STORED AS ZARR` takes them,
+/// over the `zarr.*` defaults of `session` when given (as `COPY` starts from its session's);
 /// returns the rows written. datafusion-python cannot register a file format for `COPY`
 /// across its FFI, so the package writes through this instead.
 #[pyfunction]
+#[pyo3(signature = (stream, location, options, session=None))]
 fn _write_zarr(
     py: Python<'_>,
     stream: &Bound<'_, PyCapsule>,
     location: String,
     options: Vec<(String, String)>,
+    session: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<u64> {
-    let pairs = options.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+    let defaults = match session {
+        Some(session) => session_defaults(session)?,
+        None => datafusion_zarr::ZarrSessionOptions::new(),
+    };
+    let given = options.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+    let pairs = defaults.write_pairs().into_iter().chain(given);
     let options = datafusion_zarr::write::WriteOptions::from_pairs(pairs).map_err(zarr_error)?;
     let pointer: NonNull<FFI_ArrowArrayStream> =
         stream.pointer_checked(Some(c"arrow_array_stream"))?.cast();
@@ -368,6 +413,56 @@ fn _write_zarr(
     written
         .map_err(zarr_error)?
         .map_err(|e| zarr_error(e.to_string()))
+}
+
+/// The `zarr.*` session options for datafusion-python: `SessionConfig().with_extension(
+/// ZarrSessionOptions(**defaults))` makes a session in which `SET zarr.<option> = '…'` works
+/// (datafusion-ffi's extension options, which keep every `zarr.*` value set), read by
+/// `read_zarr`, `CREATE EXTERNAL TABLE … STORED AS ZARR` and `write_zarr(…, session=ctx)`.
+#[pyclass(frozen, name = "ZarrSessionOptions", module = "datafusion_zarr")]
+struct PyZarrSessionOptions {
+    options: datafusion_zarr::ZarrSessionOptions,
+}
+
+#[pymethods]
+impl PyZarrSessionOptions {
+    #[new]
+    #[pyo3(signature = (**defaults))]
+    fn new(defaults: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let mut options = datafusion_zarr::ZarrSessionOptions::new();
+        for (key, value) in defaults.into_iter().flat_map(|d| d.iter()) {
+            let key: String = key.extract()?;
+            let value = option_value(&key, &value)?;
+            options.set(&key, &value).map_err(zarr_error)?;
+        }
+        Ok(Self { options })
+    }
+
+    /// The options set, for `SessionConfig.with_extension`: datafusion-ffi's extension options
+    /// holding `zarr.<option>` for each.
+    fn __datafusion_extension_options__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let mut ffi = FFI_ExtensionOptions::default();
+        for entry in ExtensionOptions::entries(&self.options) {
+            if let Some(value) = entry.value {
+                ffi.set(&entry.key, &value).map_err(zarr_error)?;
+            }
+        }
+        capsule(py, ffi, c"datafusion_extension_options")
+    }
+
+    fn __repr__(&self) -> String {
+        let set: Vec<String> = ExtensionOptions::entries(&self.options)
+            .into_iter()
+            .filter_map(|e| {
+                let value = e.value?.replace('\\', "\\\\").replace('\'', "\\'");
+                Some(format!("{}='{value}'", e.key.strip_prefix("zarr.")?))
+            })
+            .collect();
+        format!("ZarrSessionOptions({})", set.join(", "))
+    }
 }
 
 /// A table of an Icechunk repository's history (`icechunk_snapshots`, `icechunk_refs`): an
@@ -443,6 +538,7 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyIcechunkHistory>()?;
     m.add_class::<PyZarrTable>()?;
     m.add_class::<PyZarrTableFactory>()?;
+    m.add_class::<PyZarrSessionOptions>()?;
     m.add("ZarrError", m.py().get_type::<ZarrError>())?;
     // The DataFusion this module was built with; `__init__.py` refuses another major version.
     m.add("DATAFUSION_VERSION", datafusion::DATAFUSION_VERSION)?;

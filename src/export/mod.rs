@@ -28,6 +28,6 @@ mod parquet_file;
 pub use crate::staging::AtomicTarget;
 pub use copy::{ParquetFormatWithZarrWriter, ParquetFormatWithZarrWriterFactory};
 pub use parquet_export::{
-    Compression, ParquetExport, export_frame, parallel_row_groups, write_parquet,
+    ParquetCompression, ParquetExport, export_frame, parallel_row_groups, write_parquet,
     write_parquet_with_sink,
 };

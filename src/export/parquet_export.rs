@@ -1,4 +1,4 @@
-//! The export's entry points: its options ([`ParquetExport`], [`Compression`]), the rows an
+//! The export's entry points: its options ([`ParquetExport`], [`ParquetCompression`]), the rows an
 //! export of a table writes, and writing them to a Parquet file atomically with our writer
 //! or with DataFusion's sink.
 
@@ -19,7 +19,7 @@ use crate::staging::AtomicTarget;
 
 /// Parquet compression codecs offered by `zarr-sql export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Compression {
+pub enum ParquetCompression {
     /// zstd (the default).
     #[default]
     Zstd,
@@ -37,7 +37,7 @@ pub enum Compression {
 #[derive(Debug, Clone, Default)]
 pub struct ParquetExport {
     /// The codec.
-    pub compression: Compression,
+    pub compression: ParquetCompression,
     /// The codec's level, where it has one (zstd 1–22, gzip 0–9).
     pub compression_level: Option<u32>,
     /// Rows per row group (DataFusion's default when `None`).
@@ -79,27 +79,27 @@ pub fn parallel_row_groups(options: &mut ParquetOptions, parallelism: usize, bat
     options.maximum_buffered_record_batches_per_stream = (batches + 1).clamp(2, 256);
 }
 
-impl std::str::FromStr for Compression {
+impl std::str::FromStr for ParquetCompression {
     type Err = String;
 
-    /// Parses one of [`Compression::NAMES`] (case-insensitive).
+    /// Parses one of [`ParquetCompression::NAMES`] (case-insensitive).
     fn from_str(name: &str) -> std::result::Result<Self, String> {
         match name.to_ascii_lowercase().as_str() {
-            "zstd" => Ok(Compression::Zstd),
-            "snappy" => Ok(Compression::Snappy),
-            "lz4" | "lz4_raw" => Ok(Compression::Lz4),
-            "gzip" => Ok(Compression::Gzip),
-            "none" | "uncompressed" => Ok(Compression::None),
+            "zstd" => Ok(ParquetCompression::Zstd),
+            "snappy" => Ok(ParquetCompression::Snappy),
+            "lz4" | "lz4_raw" => Ok(ParquetCompression::Lz4),
+            "gzip" => Ok(ParquetCompression::Gzip),
+            "none" | "uncompressed" => Ok(ParquetCompression::None),
             _ => Err(format!(
                 "compression '{name}' is not one of {}",
-                Compression::NAMES.join(", ")
+                ParquetCompression::NAMES.join(", ")
             )),
         }
     }
 }
 
-impl Compression {
-    /// The names [`Compression`] parses from, as offered by `zarr-sql export --compression`.
+impl ParquetCompression {
+    /// The names [`ParquetCompression`] parses from, as offered by `zarr-sql export --compression`.
     pub const NAMES: &[&str] = &["zstd", "snappy", "lz4", "gzip", "none"];
 }
 
@@ -110,14 +110,14 @@ impl ParquetExport {
     /// ```
     /// # async fn demo() -> datafusion_zarr::Result<()> {
     /// use datafusion::prelude::SessionContext;
-    /// use datafusion_zarr::export::{Compression, ParquetExport};
+    /// use datafusion_zarr::export::{ParquetCompression, ParquetExport};
     /// use datafusion_zarr::{ZarrOptions, ZarrTable};
     ///
     /// let ctx = SessionContext::new();
     /// let store = "tests/data/corpus/00_zarr_python_defaults_U7/data.zarr";
     /// let table = ZarrTable::open(&ctx.runtime_env(), store, ZarrOptions::default()).await?;
     /// let export = ParquetExport {
-    ///     compression: Compression::Snappy,
+    ///     compression: ParquetCompression::Snappy,
     ///     ..ParquetExport::for_table(&table)
     /// };
     /// assert_eq!(export.delta_encoded, ["dim_0"]);
@@ -152,13 +152,13 @@ impl ParquetExport {
         let mut options = TableParquetOptions::default();
         let level = self.compression_level;
         options.global.compression = Some(match (self.compression, level) {
-            (Compression::Zstd, Some(l)) => format!("zstd({l})"),
-            (Compression::Zstd, None) => "zstd(3)".into(),
-            (Compression::Gzip, Some(l)) => format!("gzip({l})"),
-            (Compression::Gzip, None) => "gzip(6)".into(),
-            (Compression::Snappy, None) => "snappy".into(),
-            (Compression::Lz4, None) => "lz4_raw".into(),
-            (Compression::None, None) => "uncompressed".into(),
+            (ParquetCompression::Zstd, Some(l)) => format!("zstd({l})"),
+            (ParquetCompression::Zstd, None) => "zstd(3)".into(),
+            (ParquetCompression::Gzip, Some(l)) => format!("gzip({l})"),
+            (ParquetCompression::Gzip, None) => "gzip(6)".into(),
+            (ParquetCompression::Snappy, None) => "snappy".into(),
+            (ParquetCompression::Lz4, None) => "lz4_raw".into(),
+            (ParquetCompression::None, None) => "uncompressed".into(),
             (c, Some(_)) => {
                 return Err(DataFusionError::Configuration(format!(
                     "--compression-level applies to zstd and gzip, not {c:?}"

@@ -29,6 +29,9 @@ pub(crate) use stage::RepositoryStage;
 
 use crate::error::{Result, ZarrError};
 use crate::limits::Limits;
+use datafusion::execution::runtime_env::RuntimeEnv;
+
+use crate::node::{Node, open_node};
 use crate::options::ZarrOptions;
 use crate::staging::{Shown, Stage};
 use crate::store::ZarrStore;
@@ -120,12 +123,40 @@ impl std::fmt::Display for Version {
     }
 }
 
+/// Where the readers (a table, `inspect`) find the node `options.path` at `location`: the
+/// version of an Icechunk repository the options name, else the plain store, else (no node
+/// there) the tip of `main` of a repository there; with the store and options that read it.
+/// `arrays`: open only the arrays the option `arrays` names (a table), not every child.
+pub(crate) async fn open_node_at(
+    runtime: &RuntimeEnv,
+    location: &str,
+    options: ZarrOptions,
+    arrays: bool,
+) -> Result<(ZarrStore, ZarrOptions, Node)> {
+    let store = ZarrStore::open(runtime, location, &options.storage)?;
+    let (store, options) = checkout_named(store, options).await?;
+    match open_named_node(&store, &options, arrays).await {
+        Ok(node) => Ok((store, options, node)),
+        Err(failure) => {
+            let (store, options) = checkout_if_repository(store, options, failure).await?;
+            let node = open_named_node(&store, &options, arrays).await?;
+            Ok((store, options, node))
+        }
+    }
+}
+
+/// The node `options.path` of `store` (with only the arrays `options.arrays` names if `arrays`).
+async fn open_named_node(store: &ZarrStore, options: &ZarrOptions, arrays: bool) -> Result<Node> {
+    let names = options.arrays.as_deref().filter(|_| arrays);
+    open_node(store, &options.path, &Limits::of(options), names).await
+}
+
 /// The store to read for `store` opened with `options` when they name a version (`branch`,
 /// `tag`, `snapshot`, `as_of`): that snapshot of the repository at `store`, and the options
 /// naming it (`snapshot`, the others cleared), so that the table's `location()`, `EXPLAIN` and
 /// a cluster's executors read exactly it. Without a version, the store as it is: a plain store
 /// costs no request more, and [`checkout_if_repository`] looks for a repository where no node is.
-pub(crate) async fn checkout_named(
+async fn checkout_named(
     store: ZarrStore,
     options: ZarrOptions,
 ) -> Result<(ZarrStore, ZarrOptions)> {
@@ -147,7 +178,7 @@ pub(crate) async fn checkout_named(
 /// After opening a node of `store` failed with `failure`: the tip of `main` of the repository
 /// at `store` when the failure was a missing node and a repository is there (its root holds
 /// no `zarr.json`), or else `failure`.
-pub(crate) async fn checkout_if_repository(
+async fn checkout_if_repository(
     store: ZarrStore,
     options: ZarrOptions,
     failure: ZarrError,

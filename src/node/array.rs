@@ -14,7 +14,8 @@ use zarrs::array::{ArrayCreateError, ArrayMetadata, ArrayMetadataV3, DataType};
 use zarrs::metadata_ext::chunk_grid::regular::RegularChunkGridConfiguration;
 use zarrs::metadata_ext::codec::sharding::ShardingCodecConfiguration;
 
-use super::{ArrayNode, Attributes, ElementKind, InnerChunks, ZarrsArray, cf_attributes, validate};
+use super::{ArrayNode, Attributes, ElementKind, InnerChunks, ZarrsArray, validate};
+use crate::cf;
 use crate::codecs::shard_index::ShardIndexLayout;
 use crate::error::{Result, ZarrError};
 use crate::limits::{Limits, VARIABLE_ELEMENT_BYTES};
@@ -112,8 +113,15 @@ pub(super) fn finish(parsed: Parsed, path: &str, limits: &Limits) -> Result<Arra
         true => doc.get("fill_value").filter(|f| !f.is_null()),
         false => None,
     };
-    let cf = cf_attributes::decoding(kind.as_ref(), used, v2_fill);
-    let text = cf_attributes::text_encoding(kind.as_ref(), used);
+    let cf = match &kind {
+        Some(ElementKind::Primitive(stored)) => cf::attributes::decoding(stored, used, v2_fill),
+        _ => None,
+    };
+    let bytes = matches!(
+        kind,
+        Some(ElementKind::Bytes { .. } | ElementKind::VariableBytes)
+    );
+    let text = cf::attributes::text_encoding(bytes, used);
     Ok(ArrayNode {
         display,
         path: path.to_string(),

@@ -1,13 +1,15 @@
 //! [`ArrayNode`], an opened array: its zarrs metadata and codecs, the kind of its elements
-//! ([`ElementKind`]), its CF decoding and netCDF characters, and a sharded array's inner chunks.
+//! ([`ElementKind`]), its CF decoding and netCDF characters, a sharded array's inner chunks,
+//! and its chunks' keys.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 use zarrs::array::Array;
 
+use super::Attributes;
 use super::element_kind::ElementKind;
-use super::{Attributes, cf_attributes};
+use crate::cf::{CfDecoding, TextEncoding};
 use crate::codecs::shard_index::ShardIndexLayout;
 use crate::error::{Result, ZarrError};
 
@@ -46,9 +48,9 @@ pub struct ArrayNode {
     /// For arrays whose only codec is `sharding_indexed`: how to read single inner chunks.
     pub inner: Option<Arc<InnerChunks>>,
     /// What the CF attributes ask of the stored numbers (applied under `decode_cf`).
-    pub cf: Option<cf_attributes::CfDecoding>,
+    pub cf: Option<CfDecoding>,
     /// The text encoding of bytes whose `_Encoding` names one: strings under `decode_cf`.
-    pub text: Option<cf_attributes::TextEncoding>,
+    pub text: Option<TextEncoding>,
     /// A netCDF character array (`S1`, its last dimension the string length) as xarray joins
     /// it, one string per row of that dimension: what tables read under `decode_cf`, or why
     /// it cannot be read so ([`characters`]).
@@ -102,6 +104,19 @@ impl ArrayNode {
     /// saturating: the estimate budgets and bounds compare before reading.
     pub(crate) fn declared_bytes(&self, extent: &[u64]) -> u64 {
         (extent.iter()).fold(self.element_bytes(), |acc, &e| acc.saturating_mul(e))
+    }
+
+    /// The store key (below the store root) of the object holding the chunk at `indices`,
+    /// by the array's own chunk key encoding as zarrs parsed it (`c/0/1`, `c.0.1`, V2's
+    /// `0.1`); a joined netCDF character array's chunk is its character array's at
+    /// `[indices…, 0]` ([`ArrayNode::chunk_keys_of`]). The "unsupported data type" error when
+    /// zarrs has no array.
+    pub(crate) fn chunk_key(&self, indices: &[u64]) -> Result<String> {
+        let key = match &self.chunk_keys_of {
+            Some(characters) => characters.chunk_key(&[indices, &[0]].concat()),
+            None => self.zarrs()?.chunk_key(indices),
+        };
+        Ok(key.to_string())
     }
 
     /// The metadata document without its attributes, parsed.

@@ -8,16 +8,17 @@
 //! `<U`, which zarrs rejects, included); [`numpy_types`] NumPy's datetime, timedelta and `S`
 //! types, handed to zarrs as the storage it reads; [`validate`] holds the checks where the
 //! `fixed_length_utf32` specification and Zarr are stricter than zarr-python or zarrs;
-//! [`cf_attributes`] reads the CF conventions of its attributes (times, packed numbers); [`json`] parses
-//! documents as Python writes them (bare `NaN`); [`document`] reads a document as far as it is
-//! used, [`attributes`] keeps a node's attributes as written and parses the used ones; [`characters`] joins netCDF character
-//! arrays into strings as xarray does; [`array`] builds the [`ArrayNode`] ([`array_node`]: the zarrs array, the element kind, the
-//! shard layout; [`element_kind`] the kinds of elements); [`group_node`] holds the group and [`Node`] types.
+//! [`json`] parses documents as Python writes them (bare `NaN`); [`document`] reads a document
+//! as far as it is used, [`attributes`] keeps a node's attributes as written and parses the
+//! used ones; [`characters`] joins netCDF character arrays into strings as xarray does;
+//! [`array`] builds the [`ArrayNode`] ([`array_node`]: the zarrs array, the element kind, the
+//! shard layout, the chunk keys; [`element_kind`] the kinds of elements), reading the CF
+//! conventions of its attributes (times, packed numbers) through the crate's `cf`;
+//! [`group_node`] holds the group and [`Node`] types.
 
 mod array;
 mod array_node;
 mod attributes;
-pub mod cf_attributes;
 mod characters;
 mod discover;
 mod document;
@@ -35,4 +36,3 @@ pub use attributes::Attributes;
 pub(crate) use discover::{is_no_node, open_node, parse_array};
 pub use element_kind::ElementKind;
 pub use group_node::{GroupNode, Node, UnreadableArray};
-pub(crate) use numpy_types::NAT;

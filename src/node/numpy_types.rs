@@ -9,17 +9,15 @@
 //! (calendar months, hours, a scale factor) stay unsupported. `S` elements become `Binary`
 //! with their trailing NULs removed, as NumPy (and so zarr-python) returns them.
 
-use arrow::datatypes::{DataType as ArrowType, TimeUnit};
+use arrow::datatypes::DataType as ArrowType;
 use base64::Engine;
 use base64::prelude::BASE64_STANDARD;
 use serde_json::{Value, json};
 
 use super::ElementKind;
+use crate::cf::{NAT, units};
 use crate::error::{Result, ZarrError};
 use crate::limits::Limits;
-
-/// NumPy's NaT, the smallest `i64`.
-pub(crate) const NAT: i64 = i64::MIN;
 
 /// How an array of one of these types is read.
 pub(super) struct Mapped {
@@ -164,14 +162,10 @@ fn temporal(datetime: bool, unit: &str, scale: u64) -> Option<ArrowType> {
     if scale != 1 {
         return None;
     }
-    let unit = match unit {
-        "D" if datetime => return Some(ArrowType::Date32),
-        "s" => TimeUnit::Second,
-        "ms" => TimeUnit::Millisecond,
-        "us" => TimeUnit::Microsecond,
-        "ns" => TimeUnit::Nanosecond,
-        _ => return None,
-    };
+    if unit == units::DAYS.numpy && datetime {
+        return Some(ArrowType::Date32);
+    }
+    let unit = units::by_numpy(unit)?.arrow?;
     Some(if datetime {
         ArrowType::Timestamp(unit, None)
     } else {
@@ -235,6 +229,8 @@ fn bits(display: &str, length_bytes: usize) -> Result<usize> {
 
 #[cfg(test)]
 mod tests {
+    use arrow::datatypes::TimeUnit;
+
     use super::*;
     use crate::options::ZarrOptions;
 

@@ -17,12 +17,10 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 
 use crate::error::Result;
-use crate::limits::Limits;
-use crate::node::{Node, open_node};
+use crate::node::Node;
 use crate::options::ZarrOptions;
 use crate::progress::ScanProgress;
 use crate::scan::{RawFilter, ScanFilter, UnitGrid, ZarrScanExec, row_order, select_chunks};
-use crate::store::ZarrStore;
 use crate::table::{ColumnSource, TableModel};
 
 /// A Zarr array or group as a DataFusion table. Opening it reads metadata only; scans read
@@ -67,24 +65,8 @@ impl ZarrTable {
     /// Opens the node `options.path` of the store at `location` (a local directory, or a URL
     /// whose object store is registered in `runtime`).
     pub async fn open(runtime: &RuntimeEnv, location: &str, options: ZarrOptions) -> Result<Self> {
-        let store = ZarrStore::open(runtime, location, &options.storage)?;
-        let (store, options) = crate::icechunk::checkout_named(store, options).await?;
-        let open = |store: &ZarrStore, options: &ZarrOptions| {
-            let (store, options) = (store.clone(), options.clone());
-            async move {
-                let limits = Limits::of(&options);
-                open_node(&store, &options.path, &limits, options.arrays.as_deref()).await
-            }
-        };
-        let (store, options, node) = match open(&store, &options).await {
-            Ok(node) => (store, options, node),
-            Err(failure) => {
-                let (store, options) =
-                    crate::icechunk::checkout_if_repository(store, options, failure).await?;
-                let node = open(&store, &options).await?;
-                (store, options, node)
-            }
-        };
+        let (store, options, node) =
+            crate::icechunk::open_node_at(runtime, location, options, true).await?;
         let model = TableModel::new(store, node, options)?;
         Ok(Self {
             model: Arc::new(model),

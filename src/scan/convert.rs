@@ -164,7 +164,7 @@ pub(crate) fn to_arrow(
             let temporal = is_temporal(t);
             let nulls = if plan.fill_as_null || temporal {
                 let nan_fill = is_nan(t, fill);
-                let nat = crate::node::NAT.to_ne_bytes();
+                let nat = crate::cf::NAT.to_ne_bytes();
                 let fill = plan.fill_as_null.then_some(fill);
                 let null = |e: &[u8]| {
                     Some(e) == fill || (nan_fill && is_nan(t, e)) || (temporal && e == nat)
@@ -199,7 +199,7 @@ pub(crate) fn to_arrow(
             let Some(cf) = &plan.cf else {
                 return Ok(raw);
             };
-            super::cf_decode::decode(&raw, cf).map_err(|failure| match failure.index {
+            crate::cf::decode::decode(&raw, cf).map_err(|failure| match failure.index {
                 Some(index) => {
                     let (chunk, index) = locate(rows.start + index);
                     ZarrError::Chunk {

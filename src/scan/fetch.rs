@@ -292,12 +292,8 @@ impl ReadCounts {
 
 /// The chunk's key in the store, and relative to the array (as shown in errors).
 pub(crate) fn chunk_key(node: &ArrayNode, indices: &[u64]) -> Result<(String, String)> {
-    let full = match &node.chunk_keys_of {
-        // A netCDF character array joined into strings: its chunks hold whole strings.
-        Some(characters) => characters.chunk_key(&[indices, &[0]].concat()),
-        None => node.zarrs()?.chunk_key(indices),
-    }
-    .to_string();
+    // A netCDF character array joined into strings reads its character array's chunks.
+    let full = node.chunk_key(indices)?;
     let relative = match full.strip_prefix(node.path.as_str()) {
         Some(rest) if !node.path.is_empty() => rest.trim_start_matches('/').to_string(),
         _ => full.clone(),

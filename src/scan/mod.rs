@@ -5,12 +5,12 @@
 //! the scan), [`dynamic`] (DataFusion's runtime filters → units during it), [`raw_filter`]
 //! (string predicates on UTF-32), [`grid`] (geometry), [`fetch`] (encoded chunks from the
 //! store), [`fetch_ahead`] (fetching the next units while one decodes), [`read`] (decode and
-//! assemble regions), [`convert`] (elements → Arrow), [`coordinates`] (a unit's coordinate
-//! values → a batch's coordinate columns), [`stream`] (one partition's batches),
-//! [`ordered`] (one partition in index order from several decoding lanes), [`file_scan`] (the
-//! scan as a `DataSourceExec` a cluster divides among its executors).
+//! assemble regions), [`convert`] (elements → Arrow; CF numbers decoded by the crate's `cf`),
+//! [`coordinates`] (a unit's coordinate values → a batch's coordinate columns), [`stream`]
+//! (one partition's batches), [`ordered`] (one partition in index order from several decoding
+//! lanes), [`file_scan`] (the scan as a `DataSourceExec` a cluster divides among its
+//! executors).
 
-mod cf_decode;
 mod convert;
 mod coordinates;
 mod dynamic;

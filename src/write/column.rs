@@ -2,11 +2,13 @@
 //! each Arrow type (as NumPy, zarr-python and xarray write them), and its metadata documents
 //! in Zarr V3 (`zarr.json`) and V2 (`.zarray`, `.zattrs`) with the chosen codecs.
 
-use arrow::datatypes::{DataType, Field, TimeUnit};
+use arrow::datatypes::{DataType, Field};
 use serde_json::{Map, Value, json};
 
-use super::options::{Compression, StringEncoding, WriteOptions, ZarrVersion};
+use super::options::{ChunkCompression, StringEncoding, WriteOptions, ZarrVersion};
+use crate::cf;
 use crate::error::{Result, ZarrError};
+use crate::node::ElementKind;
 
 /// How a column's elements are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +24,40 @@ pub(crate) enum Storage {
     VlenUtf8,
     /// Variable-length bytes (V3 `variable_length_bytes`, V2 `|O` with `vlen-bytes`).
     VlenBytes,
+}
+
+/// The width of a `fixed_length_utf32` element in bytes: 4 a code point, at least one code
+/// unit (a string array of only empty strings is one code unit wide), saturating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Utf32Width(u64);
+
+impl Utf32Width {
+    /// The bytes of one code unit (UTF-32).
+    pub(crate) const CODE_UNIT_BYTES: u64 = 4;
+
+    /// The narrowest width: one code unit.
+    pub(crate) const MIN: Self = Self(Self::CODE_UNIT_BYTES);
+
+    /// The width of strings of up to `code_points` code points.
+    pub(crate) fn of_code_points(code_points: u64) -> Self {
+        Self(code_points.max(1).saturating_mul(Self::CODE_UNIT_BYTES))
+    }
+
+    /// The width of an existing array of `length_bytes` (a positive multiple of 4, as
+    /// `node/validate.rs` requires).
+    pub(crate) fn of_length_bytes(length_bytes: u64) -> Self {
+        Self::of_code_points(length_bytes / Self::CODE_UNIT_BYTES)
+    }
+
+    /// In bytes (`length_bytes`).
+    pub(crate) fn bytes(self) -> u64 {
+        self.0
+    }
+
+    /// In code points (NumPy's `<U{n}`).
+    pub(crate) fn code_points(self) -> u64 {
+        self.0 / Self::CODE_UNIT_BYTES
+    }
 }
 
 /// What a NULL becomes.
@@ -60,6 +96,60 @@ pub(crate) struct ColumnSpec {
     pub attributes: Map<String, Value>,
 }
 
+impl ColumnSpec {
+    /// The column of an existing array named `name` whose elements are of `kind` (as zarrs
+    /// reads them), for an append: its own data type and storage, values stored as they come
+    /// (no cast; no attributes, the array has its own), a NULL as `null` says. `Err` says why
+    /// such an array is not written.
+    pub(crate) fn of_existing(
+        name: &str,
+        kind: &ElementKind,
+        null: NullRule,
+    ) -> std::result::Result<Self, &'static str> {
+        let (v3_type, storage) = match kind {
+            ElementKind::Utf32 { .. } => ("fixed_length_utf32", Storage::Utf32),
+            ElementKind::String => ("string", Storage::VlenUtf8),
+            ElementKind::VariableBytes => ("variable_length_bytes", Storage::VlenBytes),
+            ElementKind::Bytes { .. } => return Err("NumPy S arrays are not appended to yet"),
+            ElementKind::Primitive(t) => {
+                let (v3_type, size) = fixed_type(t).ok_or("its type has no fixed width")?;
+                (v3_type, Storage::Fixed { size })
+            }
+        };
+        Ok(Self {
+            name: name.to_string(),
+            v3_type,
+            storage,
+            cast_to: None,
+            null,
+            attributes: Map::new(),
+        })
+    }
+}
+
+/// The V3 data type and element size of fixed-size values of Arrow type `t`, as NumPy stores
+/// them: times, dates and durations as `int64` (`datetime64`, `timedelta64`).
+fn fixed_type(t: &DataType) -> Option<(&'static str, usize)> {
+    Some(match t {
+        DataType::Boolean => ("bool", 1),
+        DataType::Int8 => ("int8", 1),
+        DataType::Int16 => ("int16", 2),
+        DataType::Int32 => ("int32", 4),
+        DataType::Int64 => ("int64", 8),
+        DataType::UInt8 => ("uint8", 1),
+        DataType::UInt16 => ("uint16", 2),
+        DataType::UInt32 => ("uint32", 4),
+        DataType::UInt64 => ("uint64", 8),
+        DataType::Float16 => ("float16", 2),
+        DataType::Float32 => ("float32", 4),
+        DataType::Float64 => ("float64", 8),
+        DataType::Timestamp(_, _) | DataType::Date32 | DataType::Date64 | DataType::Duration(_) => {
+            ("int64", 8)
+        }
+        _ => return None,
+    })
+}
+
 /// The array of `field`, or the error naming its type.
 pub(crate) fn column_spec(field: &Field, options: &WriteOptions) -> Result<ColumnSpec> {
     check_name(field.name())?;
@@ -67,33 +157,18 @@ pub(crate) fn column_spec(field: &Field, options: &WriteOptions) -> Result<Colum
         DataType::Dictionary(_, values) => values.as_ref().clone(),
         other => other.clone(),
     };
-    let fixed = |v3_type, size| (v3_type, Storage::Fixed { size });
-    let (v3_type, storage) = match &value_type {
-        DataType::Boolean => fixed("bool", 1),
-        DataType::Int8 => fixed("int8", 1),
-        DataType::Int16 => fixed("int16", 2),
-        DataType::Int32 => fixed("int32", 4),
-        DataType::Int64 => fixed("int64", 8),
-        DataType::UInt8 => fixed("uint8", 1),
-        DataType::UInt16 => fixed("uint16", 2),
-        DataType::UInt32 => fixed("uint32", 4),
-        DataType::UInt64 => fixed("uint64", 8),
-        DataType::Float16 => fixed("float16", 2),
-        DataType::Float32 => fixed("float32", 4),
-        DataType::Float64 => fixed("float64", 8),
-        DataType::Timestamp(_, _) | DataType::Date32 | DataType::Date64 | DataType::Duration(_) => {
-            fixed("int64", 8)
-        }
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+    let (v3_type, storage) = match (fixed_type(&value_type), &value_type) {
+        (Some((v3_type, size)), _) => (v3_type, Storage::Fixed { size }),
+        (None, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) => {
             match options.string_encoding {
                 StringEncoding::Utf32 => ("fixed_length_utf32", Storage::Utf32),
                 StringEncoding::Vlen => ("string", Storage::VlenUtf8),
             }
         }
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => {
+        (None, DataType::Binary | DataType::LargeBinary | DataType::BinaryView) => {
             ("variable_length_bytes", Storage::VlenBytes)
         }
-        other => {
+        (None, other) => {
             return Err(ZarrError::Option(format!(
                 "column {} is {other}, which Zarr cannot hold (the writer writes booleans, \
                  integers, floats, strings, binary, timestamps, dates and durations, and \
@@ -102,36 +177,10 @@ pub(crate) fn column_spec(field: &Field, options: &WriteOptions) -> Result<Colum
             )));
         }
     };
-    let mut attributes = Map::new();
-    let epoch = |unit: &str| {
-        let mut cf = Map::new();
-        cf.insert("units".into(), json!(format!("{unit} since 1970-01-01")));
-        cf.insert("calendar".into(), json!("proleptic_gregorian"));
-        cf
-    };
+    // Times, dates and durations: NumPy's int64 with CF's attributes, NULL as NaT.
+    let attributes = cf::encode::attributes(&value_type).unwrap_or_default();
     let (cast_to, null) = match &value_type {
-        DataType::Timestamp(unit, _) => {
-            attributes = epoch(unit_name(*unit));
-            (Some(DataType::Int64), NullRule::NaT)
-        }
-        DataType::Date32 => {
-            attributes = epoch("days");
-            (Some(DataType::Int64), NullRule::NaT)
-        }
-        DataType::Date64 => {
-            attributes = epoch("milliseconds");
-            (Some(DataType::Int64), NullRule::NaT)
-        }
-        DataType::Duration(unit) => {
-            // As xarray writes a timedelta64: its unit, and NumPy's dtype to decode to.
-            attributes.insert("units".into(), json!(unit_name(*unit)));
-            let short = match unit {
-                TimeUnit::Second => "s",
-                TimeUnit::Millisecond => "ms",
-                TimeUnit::Microsecond => "us",
-                TimeUnit::Nanosecond => "ns",
-            };
-            attributes.insert("dtype".into(), json!(format!("timedelta64[{short}]")));
+        DataType::Timestamp(_, _) | DataType::Date32 | DataType::Date64 | DataType::Duration(_) => {
             (Some(DataType::Int64), NullRule::NaT)
         }
         DataType::Float16 | DataType::Float32 | DataType::Float64 => (None, NullRule::NaN),
@@ -149,15 +198,6 @@ pub(crate) fn column_spec(field: &Field, options: &WriteOptions) -> Result<Colum
         null,
         attributes,
     })
-}
-
-fn unit_name(unit: TimeUnit) -> &'static str {
-    match unit {
-        TimeUnit::Second => "seconds",
-        TimeUnit::Millisecond => "milliseconds",
-        TimeUnit::Microsecond => "microseconds",
-        TimeUnit::Nanosecond => "nanoseconds",
-    }
 }
 
 /// The `null_value` option as an element of `v3_type`, or [`NullRule::Refused`] without it.
@@ -237,7 +277,7 @@ pub(crate) struct ArrayShape {
 /// directory (`zarr.json`; or `.zarray` and `.zattrs`).
 pub(crate) fn array_documents(
     spec: &ColumnSpec,
-    width: Option<u64>,
+    width: Option<Utf32Width>,
     shape: &ArrayShape,
     saw_null: bool,
     options: &WriteOptions,
@@ -271,22 +311,27 @@ fn endian() -> &'static str {
     }
 }
 
-/// The element size in bytes, for blosc's `typesize`.
-fn element_size(spec: &ColumnSpec, width: Option<u64>) -> u64 {
+/// The element size in bytes (blosc's `typesize`), strings of `width` (one code unit when
+/// `None`); a variable-length element counts 1.
+pub(crate) fn element_size(spec: &ColumnSpec, width: Option<Utf32Width>) -> u64 {
     match spec.storage {
         Storage::Fixed { size } => size as u64,
-        Storage::Utf32 => width.unwrap_or(4),
+        Storage::Utf32 => width.unwrap_or(Utf32Width::MIN).bytes(),
         Storage::VlenUtf8 | Storage::VlenBytes => 1,
     }
 }
 
-fn v3_compressor(spec: &ColumnSpec, width: Option<u64>, options: &WriteOptions) -> Option<Value> {
+fn v3_compressor(
+    spec: &ColumnSpec,
+    width: Option<Utf32Width>,
+    options: &WriteOptions,
+) -> Option<Value> {
     let level = options.compression_level;
     match options.compression {
-        Compression::Zstd => Some(
+        ChunkCompression::Zstd => Some(
             json!({"name": "zstd", "configuration": {"level": level.unwrap_or(3), "checksum": false}}),
         ),
-        Compression::Blosc => {
+        ChunkCompression::Blosc => {
             let typesize = element_size(spec, width);
             let shuffle = if typesize > 1 { "shuffle" } else { "noshuffle" };
             Some(
@@ -294,27 +339,27 @@ fn v3_compressor(spec: &ColumnSpec, width: Option<u64>, options: &WriteOptions) 
                 "clevel": level.unwrap_or(5), "shuffle": shuffle, "blocksize": 0}}),
             )
         }
-        Compression::Gzip => {
+        ChunkCompression::Gzip => {
             Some(json!({"name": "gzip", "configuration": {"level": level.unwrap_or(5)}}))
         }
-        Compression::Lz4 => Some(
+        ChunkCompression::Lz4 => Some(
             json!({"name": "numcodecs.lz4", "configuration": {"acceleration": level.unwrap_or(1)}}),
         ),
-        Compression::None => None,
+        ChunkCompression::None => None,
     }
 }
 
 fn v3_document(
     spec: &ColumnSpec,
-    width: Option<u64>,
+    width: Option<Utf32Width>,
     shape: &ArrayShape,
     fill: &Value,
     attributes: Map<String, Value>,
     options: &WriteOptions,
 ) -> Value {
     let data_type = match (spec.storage, width) {
-        (Storage::Utf32, Some(length_bytes)) => {
-            json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": length_bytes}})
+        (Storage::Utf32, Some(width)) => {
+            json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": width.bytes()}})
         }
         _ => json!(spec.v3_type),
     };
@@ -352,7 +397,7 @@ fn v3_document(
 
 fn v2_document(
     spec: &ColumnSpec,
-    width: Option<u64>,
+    width: Option<Utf32Width>,
     shape: &ArrayShape,
     fill: &Value,
     options: &WriteOptions,
@@ -363,7 +408,10 @@ fn v2_document(
         "<"
     };
     let dtype = match (spec.storage, spec.v3_type) {
-        (Storage::Utf32, _) => format!("{order}U{}", width.unwrap_or(4) / 4),
+        (Storage::Utf32, _) => {
+            let width = width.unwrap_or(Utf32Width::MIN);
+            format!("{order}U{}", width.code_points())
+        }
         (Storage::VlenUtf8 | Storage::VlenBytes, _) => "|O".into(),
         (_, "bool") => "|b1".into(),
         (_, "int8") => "|i1".into(),
@@ -381,14 +429,14 @@ fn v2_document(
     };
     let level = options.compression_level;
     let compressor = match options.compression {
-        Compression::Zstd => json!({"id": "zstd", "level": level.unwrap_or(3)}),
-        Compression::Blosc => {
+        ChunkCompression::Zstd => json!({"id": "zstd", "level": level.unwrap_or(3)}),
+        ChunkCompression::Blosc => {
             let shuffle = if element_size(spec, width) > 1 { 1 } else { 0 };
             json!({"id": "blosc", "cname": "zstd", "clevel": level.unwrap_or(5), "shuffle": shuffle, "blocksize": 0})
         }
-        Compression::Gzip => json!({"id": "gzip", "level": level.unwrap_or(5)}),
-        Compression::Lz4 => json!({"id": "lz4", "acceleration": level.unwrap_or(1)}),
-        Compression::None => Value::Null,
+        ChunkCompression::Gzip => json!({"id": "gzip", "level": level.unwrap_or(5)}),
+        ChunkCompression::Lz4 => json!({"id": "lz4", "acceleration": level.unwrap_or(1)}),
+        ChunkCompression::None => Value::Null,
     };
     let filters = match spec.storage {
         Storage::VlenUtf8 => json!([{"id": "vlen-utf8"}]),
@@ -475,5 +523,26 @@ pub(crate) fn chunk_key(index: &[u64], version: ZarrVersion) -> String {
     match version {
         ZarrVersion::V3 => format!("c/{}", parts.join("/")),
         ZarrVersion::V2 => parts.join("."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A string width is 4 bytes a code point, at least one code unit, saturating; an existing
+    /// array's `length_bytes` reads back as itself.
+    #[test]
+    fn string_widths_are_whole_code_units() {
+        assert_eq!(Utf32Width::of_code_points(0), Utf32Width::MIN);
+        assert_eq!(Utf32Width::of_code_points(1).bytes(), 4);
+        assert_eq!(Utf32Width::of_code_points(7).bytes(), 28);
+        assert_eq!(Utf32Width::of_code_points(7).code_points(), 7);
+        assert_eq!(Utf32Width::of_code_points(u64::MAX).bytes(), u64::MAX);
+        assert_eq!(
+            Utf32Width::of_length_bytes(28),
+            Utf32Width::of_code_points(7)
+        );
+        assert!(Utf32Width::of_code_points(2) < Utf32Width::of_code_points(3));
     }
 }

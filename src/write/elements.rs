@@ -6,7 +6,8 @@ use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::compute::cast;
 use arrow::datatypes::DataType;
 
-use super::column::{ColumnSpec, NullRule, Storage};
+use super::column::{ColumnSpec, NullRule, Storage, Utf32Width};
+use crate::cf::NAT;
 use crate::error::{Result, ZarrError};
 
 /// The error for row `row` of `column`.
@@ -29,6 +30,26 @@ pub(crate) fn prepared(spec: &ColumnSpec, array: &ArrayRef) -> Result<ArrayRef> 
         }),
         None => Ok(array.clone()),
     }
+}
+
+/// The element a NULL of `spec` becomes, as the column's NULL rule says, before it is fitted
+/// to the element's width: NaN of the float's size, NaT, or the `null_value` (strings in
+/// `fixed_length_utf32` as its UTF-32 code units, native order); `None` when NULLs are refused.
+pub(crate) fn null_element(spec: &ColumnSpec) -> Option<Vec<u8>> {
+    Some(match (&spec.null, spec.storage) {
+        (NullRule::NaN, Storage::Fixed { size: 2 }) => half::f16::NAN.to_ne_bytes().to_vec(),
+        (NullRule::NaN, Storage::Fixed { size: 4 }) => f32::NAN.to_ne_bytes().to_vec(),
+        (NullRule::NaN, _) => f64::NAN.to_ne_bytes().to_vec(),
+        (NullRule::NaT, _) => NAT.to_ne_bytes().to_vec(),
+        (NullRule::Value { bytes, .. }, Storage::Utf32) => {
+            let text = std::str::from_utf8(bytes).unwrap_or_default();
+            text.chars()
+                .flat_map(|c| u32::from(c).to_ne_bytes())
+                .collect()
+        }
+        (NullRule::Value { bytes, .. }, _) => bytes.clone(),
+        (NullRule::Refused, _) => return None,
+    })
 }
 
 /// The message of a NULL the column's type cannot hold.
@@ -66,23 +87,14 @@ pub(crate) fn append_fixed(
     if array.null_count() == 0 {
         return Ok(false);
     }
-    let null: Vec<u8> = match &spec.null {
-        NullRule::NaN => match size {
-            2 => half::f16::NAN.to_ne_bytes().to_vec(),
-            4 => f32::NAN.to_ne_bytes().to_vec(),
-            _ => f64::NAN.to_ne_bytes().to_vec(),
-        },
-        NullRule::NaT => i64::MIN.to_ne_bytes().to_vec(),
-        NullRule::Value { bytes, .. } => bytes.clone(),
-        NullRule::Refused => {
-            let row = (0..array.len()).find(|&i| array.is_null(i)).unwrap_or(0);
-            out.truncate(start);
-            return Err(row_error(
-                &spec.name,
-                first.saturating_add(row as u64),
-                NULL_REFUSED,
-            ));
-        }
+    let Some(null) = null_element(spec) else {
+        let row = (0..array.len()).find(|&i| array.is_null(i)).unwrap_or(0);
+        out.truncate(start);
+        return Err(row_error(
+            &spec.name,
+            first.saturating_add(row as u64),
+            NULL_REFUSED,
+        ));
     };
     for i in (0..array.len()).filter(|&i| array.is_null(i)) {
         let at = start.saturating_add(i.saturating_mul(size));
@@ -180,7 +192,7 @@ pub(crate) fn longest_string_checked(
     Ok((longest, saw_null))
 }
 
-/// Appends the strings of `array` as `width`-byte UTF-32 elements in native byte order
+/// Appends the strings of `array` as `width`-wide UTF-32 elements in native byte order
 /// (zarr-utf32's encoding kernel); a longer one is cut when `truncate`, else an error naming
 /// its row and `hint` (what sets the width). A NULL is the column's `null_value` or an error;
 /// what is kept must not end in U+0000 (a reader strips it). On error `out` is as it was.
@@ -188,7 +200,7 @@ pub(crate) fn append_utf32(
     spec: &ColumnSpec,
     array: &ArrayRef,
     first: u64,
-    width: u64,
+    width: Utf32Width,
     truncate: bool,
     out: &mut Vec<u8>,
     hint: &str,
@@ -205,14 +217,18 @@ fn encode_strings(
     spec: &ColumnSpec,
     array: &ArrayRef,
     first: u64,
-    width: u64,
+    width: Utf32Width,
     truncate: bool,
     out: &mut Vec<u8>,
     hint: &str,
 ) -> Result<()> {
     use zarr_utf32::{ByteOrder, EncodeError, Overflow, utf8_to_utf32, utf8_view_to_utf32};
-    let width = usize::try_from(width).map_err(|_| ZarrError::internal("a string width"))?;
-    let units = width / 4;
+    let units = usize::try_from(width.code_points());
+    let width = usize::try_from(width.bytes());
+    let (Ok(width), Ok(units)) = (width, units) else {
+        return Err(ZarrError::internal("a string width"));
+    };
+    let unit_bytes = Utf32Width::CODE_UNIT_BYTES as usize;
     let start = out.len();
     let overflow = if truncate {
         Overflow::Truncate
@@ -251,11 +267,10 @@ fn encode_strings(
         let kept_units = match value {
             // The kernel wrote zeros: the null value goes there.
             None => {
-                let text = std::str::from_utf8(null_bytes(spec, row)?).unwrap_or_default();
-                let mut units_of: Vec<u8> = text
-                    .chars()
-                    .flat_map(|c| (c as u32).to_ne_bytes())
-                    .collect();
+                let Some(mut units_of) = null_element(spec) else {
+                    return Err(row_error(&spec.name, row, NULL_REFUSED));
+                };
+                let code_points = units_of.len() / unit_bytes;
                 if units_of.len() > width && !truncate {
                     return Err(row_error(
                         &spec.name,
@@ -267,7 +282,7 @@ fn encode_strings(
                 if let Some(cell) = out.get_mut(slot(i)) {
                     cell.copy_from_slice(&units_of);
                 }
-                text.chars().count().min(units)
+                code_points.min(units)
             }
             Some(v) if !truncate => {
                 if v.as_bytes().last() == Some(&0) {
@@ -280,8 +295,9 @@ fn encode_strings(
         // The last code point kept must not be U+0000 (a cut can leave one).
         let last = slot(i)
             .start
-            .saturating_add(kept_units.saturating_sub(1).saturating_mul(4));
-        if kept_units > 0 && out.get(last..last.saturating_add(4)) == Some(&[0, 0, 0, 0][..]) {
+            .saturating_add(kept_units.saturating_sub(1).saturating_mul(unit_bytes));
+        let code_unit = out.get(last..last.saturating_add(unit_bytes));
+        if kept_units > 0 && code_unit.is_some_and(|unit| unit.iter().all(|&b| b == 0)) {
             return Err(trailing_nul_error(spec, row));
         }
     }
@@ -371,9 +387,10 @@ mod tests {
         let array: ArrayRef = Arc::new(StringArray::from(vec!["a😀", "abc"]));
         assert_eq!(longest_string(&spec, &array, 0)?, (3, false));
         let mut out = Vec::new();
-        let error = append_utf32(&spec, &array, 5, 8, false, &mut out, "");
+        let two = Utf32Width::of_code_points(2);
+        let error = append_utf32(&spec, &array, 5, two, false, &mut out, "");
         assert!(error.is_err_and(|e| e.to_string().contains("row 6")));
-        append_utf32(&spec, &array, 5, 8, true, &mut out, "")?;
+        append_utf32(&spec, &array, 5, two, true, &mut out, "")?;
         let units: Vec<u32> = out
             .chunks(4)
             .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))

@@ -26,6 +26,7 @@ use object_store::{ObjectMeta, ObjectStore};
 
 use super::options::WriteOptions;
 use super::write_zarr_in;
+use crate::session_options::ZarrSessionOptions;
 
 /// The factory of [`ZarrFormat`], for `STORED AS ZARR` in `COPY`.
 #[derive(Debug, Default)]
@@ -38,12 +39,17 @@ impl GetExt for ZarrFormatFactory {
 }
 
 impl FileFormatFactory for ZarrFormatFactory {
+    /// The session's `zarr.*` values ([`ZarrSessionOptions`]), then the statement's `OPTIONS`
+    /// (which win, key by key), as DataFusion's Parquet format starts from the session's table
+    /// options; the options are checked against each other once merged.
     fn create(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         format_options: &HashMap<String, String>,
     ) -> Result<Arc<dyn FileFormat>> {
-        let pairs = format_options.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        let session = ZarrSessionOptions::from_config(state.config_options())?;
+        let statement = format_options.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        let pairs = session.write_pairs().into_iter().chain(statement);
         let options = WriteOptions::from_pairs(pairs)?;
         Ok(Arc::new(ZarrFormat { options }))
     }

@@ -2,10 +2,12 @@
 //! (`COPY … STORED AS ZARR` through [`format`](mod@format), `INSERT INTO` through the table provider's
 //! insert sink, the CLI's `convert` and Python's `write_zarr` through [`write_zarr`]); a layout
 //! lays the rows out as arrays (`layout`: the table, the N-D grid, the append to an existing
-//! table); each column becomes an array (`column`) whose values become elements (`elements`);
-//! elements are encoded into chunks through zarrs' codecs (`chunk`); chunks and metadata go to
-//! a target that keeps them out of sight until the write is complete (`target`); the target
-//! commits, or removes what it wrote (`finish`). The options are [`options`].
+//! table); each column becomes an array (`column`: its data type, string width and NULL rule,
+//! CF attributes from the crate's `cf`) whose values become elements (`elements`: a NULL's
+//! element among them); elements are encoded into chunks through zarrs' codecs (`chunk`);
+//! chunks and metadata go to a target that keeps them out of sight until the write is complete
+//! (`target`); the target commits, or removes what it wrote (`finish`). The options are
+//! [`options`].
 
 mod chunk;
 mod column;
@@ -23,7 +25,7 @@ use datafusion::physical_plan::SendableRecordBatchStream;
 use crate::error::{Result, ZarrError};
 use crate::table::TableModel;
 pub use format::{ZarrFormat, ZarrFormatFactory};
-pub use options::{WRITE_OPTIONS, WriteOptions};
+pub use options::WriteOptions;
 use target::Target;
 
 /// Writes `stream` as a Zarr store at `location` (a path or URL) with `options`, and returns

@@ -20,7 +20,7 @@ use arrow::datatypes::{
     Float32Type, Float64Type, Int8Type, Int32Type, Int64Type, UInt32Type, UInt64Type,
 };
 use datafusion::prelude::{SessionConfig, SessionContext};
-use datafusion_zarr::export::{Compression, ParquetExport, write_parquet};
+use datafusion_zarr::export::{ParquetCompression, ParquetExport, write_parquet};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::basic::Encoding;
@@ -404,7 +404,7 @@ fn check_numeric_column_index(
     }
 }
 
-async fn compare(string_type: DataType, compression: Compression, rows: usize) {
+async fn compare(string_type: DataType, compression: ParquetCompression, rows: usize) {
     let dir = tempfile::tempdir().unwrap();
     let input = batches(&string_type, rows, 8192);
     let export = ParquetExport {
@@ -529,11 +529,11 @@ async fn compare(string_type: DataType, compression: Compression, rows: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strings_match_parquet_rs_for_every_codec() {
     for compression in [
-        Compression::Zstd,
-        Compression::Snappy,
-        Compression::Lz4,
-        Compression::Gzip,
-        Compression::None,
+        ParquetCompression::Zstd,
+        ParquetCompression::Snappy,
+        ParquetCompression::Lz4,
+        ParquetCompression::Gzip,
+        ParquetCompression::None,
     ] {
         compare(DataType::Utf8, compression, 250_000).await;
     }
@@ -542,7 +542,7 @@ async fn strings_match_parquet_rs_for_every_codec() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_string_type_matches_parquet_rs() {
     for string_type in [DataType::LargeUtf8, DataType::Utf8View] {
-        compare(string_type, Compression::Zstd, 120_000).await;
+        compare(string_type, ParquetCompression::Zstd, 120_000).await;
     }
 }
 

@@ -21,6 +21,7 @@ mod malformed;
 mod metadata;
 mod ordered;
 mod remote;
+mod session_options;
 mod slt;
 mod statistics;
 mod write;

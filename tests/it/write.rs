@@ -344,6 +344,47 @@ async fn a_failed_insert_leaves_the_store_as_it_was() {
     assert_eq!(to_json(column(&count, "c").as_ref()), [json!(10)]);
 }
 
+/// `INSERT INTO` a NumPy `datetime64[D]` array (zarr-python's, read as `Date32`) appends
+/// whole 8-byte NumPy elements: the append takes the element size from the array's own data
+/// type (`int64`), not from `Date32`'s 4 bytes.
+#[tokio::test]
+async fn insert_into_a_numpy_date_array_appends_whole_elements() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = root().join("tests/data/fixtures/numpy_types_v3.zarr");
+    std::fs::copy(fixture.join("zarr.json"), dir.path().join("zarr.json")).unwrap();
+    std::fs::create_dir_all(dir.path().join("day/c")).unwrap();
+    for key in ["zarr.json", "c/0", "c/1"] {
+        std::fs::copy(
+            fixture.join("day").join(key),
+            dir.path().join("day").join(key),
+        )
+        .unwrap();
+    }
+    let ctx = context();
+    let location = dir.path().display();
+    query(
+        &ctx,
+        &format!("CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{location}'"),
+    )
+    .await
+    .unwrap();
+    query(
+        &ctx,
+        "INSERT INTO t (day) VALUES (DATE '2001-02-03'), (DATE '2001-02-04')",
+    )
+    .await
+    .unwrap();
+    let got = query(&ctx, "SELECT CAST(day AS VARCHAR) AS d FROM t ORDER BY i")
+        .await
+        .unwrap();
+    let got = to_json(column(&got, "d").as_ref());
+    assert_eq!(got.len(), 9);
+    assert_eq!(got[7..], [json!("2001-02-03"), json!("2001-02-04")]);
+    // The old rows keep their values (NaT still NULL).
+    assert_eq!(got[0], json!("2020-01-01"));
+    assert_eq!(got[1], Value::Null);
+}
+
 /// The files below `dir`, relative to it.
 fn walk(dir: &std::path::Path) -> Vec<String> {
     let mut out = Vec::new();

@@ -161,6 +161,11 @@ pub async fn remote_session(
     if let Some(b) = batch_size {
         config = config.with_batch_size(b.max(1));
     }
+    // SET zarr.<option> = '…' (datafusion_zarr::ZarrSessionOptions), as in a local session.
+    config
+        .options_mut()
+        .extensions
+        .insert(datafusion_zarr::ZarrSessionOptions::new());
     let state = SessionStateBuilder::new()
         .with_default_features()
         .with_config(config)

@@ -19,7 +19,7 @@ use datafusion::prelude::{
     CsvReadOptions, DataFrame, JsonReadOptions, ParquetReadOptions, SessionContext, coalesce,
     ident, lit,
 };
-use datafusion_zarr::export::{Compression, ParquetExport, export_frame, write_parquet};
+use datafusion_zarr::export::{ParquetCompression, ParquetExport, export_frame, write_parquet};
 use datafusion_zarr::write::{WriteOptions, write_zarr};
 use datafusion_zarr::{ProgressCounter, ZarrError, ZarrOptions, ZarrTable, in_unit_order};
 use futures::StreamExt;
@@ -89,10 +89,10 @@ pub struct ConvertArgs {
     /// Parquet compression (default zstd; lz4 is Parquet's LZ4_RAW).
     #[arg(
         long,
-        value_parser = PossibleValuesParser::new(Compression::NAMES)
-            .try_map(|name| name.parse::<Compression>())
+        value_parser = PossibleValuesParser::new(ParquetCompression::NAMES)
+            .try_map(|name| name.parse::<ParquetCompression>())
     )]
-    compression: Option<Compression>,
+    compression: Option<ParquetCompression>,
     /// Parquet compression level (zstd 1–22, gzip 0–9).
     #[arg(long)]
     compression_level: Option<u32>,

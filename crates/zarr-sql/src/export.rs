@@ -10,7 +10,7 @@ use std::time::Instant;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use datafusion::error::{DataFusionError, Result};
 use datafusion_zarr::export::{
-    Compression, ParquetExport, export_frame, write_parquet, write_parquet_with_sink,
+    ParquetCompression, ParquetExport, export_frame, write_parquet, write_parquet_with_sink,
 };
 use datafusion_zarr::{ProgressCounter, ZarrOptions, ZarrTable};
 
@@ -37,10 +37,10 @@ pub struct ExportArgs {
     #[arg(
         long,
         default_value = "zstd",
-        value_parser = PossibleValuesParser::new(Compression::NAMES)
-            .try_map(|name| name.parse::<Compression>())
+        value_parser = PossibleValuesParser::new(ParquetCompression::NAMES)
+            .try_map(|name| name.parse::<ParquetCompression>())
     )]
-    compression: Compression,
+    compression: ParquetCompression,
     /// Compression level (zstd 1–22, gzip 0–9).
     #[arg(long)]
     compression_level: Option<u32>,

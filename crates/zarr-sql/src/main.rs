@@ -292,8 +292,14 @@ async fn run(args: QueryArgs, global: &GlobalArgs) -> Result<()> {
 }
 
 /// `COPY … TO 'file.ext'` on a local file writes a temporary file beside it that replaces the
-/// target only when complete. Returns the guard that commits or removes it.
-fn atomic_copy_target(statement: &mut DFStatement) -> Result<Option<AtomicTarget>> {
+/// target only when complete. Returns the guard that commits or removes it. Formats whose
+/// writer stages the file itself are left to it: Zarr stores, and Parquet in a session where
+/// `datafusion_zarr::register` installed the export's writer (not on a cluster, whose
+/// executors write with DataFusion's own sink).
+fn atomic_copy_target(
+    ctx: &SessionContext,
+    statement: &mut DFStatement,
+) -> Result<Option<AtomicTarget>> {
     let DFStatement::CopyTo(copy) = statement else {
         return Ok(None);
     };
@@ -312,7 +318,21 @@ fn atomic_copy_target(statement: &mut DFStatement) -> Result<Option<AtomicTarget
         },
         |format| format.eq_ignore_ascii_case("zarr"),
     );
+    let format = copy.stored_as.clone().or_else(|| {
+        path.extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase())
+    });
+    let stages_itself = format.is_some_and(|f| {
+        f.eq_ignore_ascii_case("parquet")
+            && ctx
+                .state()
+                .get_file_format_factory("parquet")
+                .is_some_and(|factory| {
+                    factory.is::<datafusion_zarr::export::ParquetFormatWithZarrWriterFactory>()
+                })
+    });
     if zarr
+        || stages_itself
         || !local
         || !copy.partitioned_by.is_empty()
         || target.ends_with('/')
@@ -330,7 +350,7 @@ pub(crate) async fn run_sql(ctx: &SessionContext, sql: &str, printer: &Printer) 
     let statements = DFParser::parse_sql(sql)?;
     for mut statement in statements {
         let start = Instant::now();
-        let atomic = atomic_copy_target(&mut statement)?;
+        let atomic = atomic_copy_target(ctx, &mut statement)?;
         let plan = ctx.state().statement_to_plan(statement).await?;
         // COPY and INSERT print one row when done: until then a spinner with the elapsed
         // time on a terminal (unless -q), as `export` and `convert` show theirs.

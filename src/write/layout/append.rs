@@ -8,19 +8,20 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, Int64Array};
+use arrow::array::{Array, ArrayRef};
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Int64Type};
+use arrow::datatypes::DataType;
 use datafusion::physical_plan::SendableRecordBatchStream;
 use futures::StreamExt;
 use serde_json::Value;
 
+use crate::cf::encode::{EncodeError, encode};
+use crate::cf::{CfDecoding, CfKind};
 use crate::error::{Result, ZarrError};
-use crate::node::cf_attributes::{CfDecoding, CfKind};
 use crate::node::{ArrayNode, ElementKind};
 use crate::table::{ColumnSource, TableModel};
 use crate::write::chunk::{ChunkEncoder, Pipeline};
-use crate::write::column::{ColumnSpec, NullRule, Storage};
+use crate::write::column::{ColumnSpec, NullRule, Storage, Utf32Width};
 use crate::write::elements::{append_fixed, append_utf32, append_vlen, row_error};
 use crate::write::target::Target;
 
@@ -30,14 +31,12 @@ pub(in crate::write) struct AppendColumn {
     position: usize,
     array: Arc<ArrayNode>,
     spec: ColumnSpec,
-    /// The element width (strings: `length_bytes`).
+    /// The element width in bytes (strings: `length_bytes`; 0 for variable-length values).
     width: u64,
     /// What the table's values go through to be stored (CF encoding).
     cf: Option<CfDecoding>,
     /// Rows per chunk.
     chunk_rows: u64,
-    /// The key of chunk `i` is `chunk_prefix` followed by `i`.
-    chunk_prefix: String,
 }
 
 /// The columns to append, or why the table cannot be appended to.
@@ -95,18 +94,6 @@ fn append_column(
     let chunk_rows = chunk_rows
         .filter(|&n| n > 0)
         .ok_or_else(|| refuse("its chunk grid is not a regular 1-D grid"))?;
-    let chunk_prefix = match (
-        array.zarr_format,
-        document["chunk_key_encoding"]["name"].as_str(),
-    ) {
-        (2, _) | (_, Some("v2")) => String::new(),
-        _ => {
-            let separator = document["chunk_key_encoding"]["configuration"]["separator"]
-                .as_str()
-                .unwrap_or("/");
-            format!("c{separator}")
-        }
-    };
     let kind = array
         .kind
         .clone()
@@ -116,46 +103,22 @@ fn append_column(
     } else {
         None
     };
-    let (storage, width, v3_type) = match &kind {
-        ElementKind::Utf32 { length_bytes } => {
-            (Storage::Utf32, *length_bytes as u64, "fixed_length_utf32")
-        }
-        ElementKind::String => (Storage::VlenUtf8, 0, "string"),
-        ElementKind::VariableBytes => (Storage::VlenBytes, 0, "variable_length_bytes"),
-        ElementKind::Bytes { .. } => return Err(refuse("NumPy S arrays are not appended to yet")),
-        ElementKind::Primitive(t) => {
-            let size = match t {
-                DataType::Boolean => 1,
-                t => t
-                    .primitive_width()
-                    .ok_or_else(|| refuse("its type has no fixed width"))?,
-            };
-            let v3 = match t {
-                DataType::Boolean => "bool",
-                DataType::Float16 | DataType::Float32 | DataType::Float64 => "float64",
-                _ => "int64",
-            };
-            (Storage::Fixed { size }, size as u64, v3)
-        }
-    };
     let attributes = array.attributes.to_value();
     let fill = attributes.get("_FillValue").cloned();
     let null = null_rule(&kind, cf.as_ref(), fill.as_ref());
+    let spec = ColumnSpec::of_existing(&array.name, &kind, null).map_err(refuse)?;
+    let width = match (spec.storage, &kind) {
+        (Storage::Fixed { size }, _) => size as u64,
+        (Storage::Utf32, ElementKind::Utf32 { length_bytes }) => *length_bytes as u64,
+        _ => 0,
+    };
     Ok(AppendColumn {
         position,
         array: array.clone(),
-        spec: ColumnSpec {
-            name: array.name.clone(),
-            v3_type,
-            storage,
-            cast_to: None,
-            null,
-            attributes: Default::default(),
-        },
+        spec,
         width,
         cf,
         chunk_rows,
-        chunk_prefix,
     })
 }
 
@@ -216,16 +179,18 @@ impl AppendColumn {
         ZarrError::metadata(&self.array.display, message)
     }
 
-    /// The table's values of this column as the array stores them.
+    fn cast_error(&self, to: &DataType, e: arrow::error::ArrowError) -> ZarrError {
+        ZarrError::Option(format!(
+            "column {}: cannot store it as {to}: {e}",
+            self.spec.name
+        ))
+    }
+
+    /// The table's values of this column as the array stores them (its first row is row
+    /// `first` of the grown table).
     fn stored(&self, values: &ArrayRef, first: u64) -> Result<ArrayRef> {
-        let cast_to = |values: &ArrayRef, to: &DataType| {
-            cast(values, to).map_err(|e| {
-                ZarrError::Option(format!(
-                    "column {}: cannot store it as {to}: {e}",
-                    self.spec.name
-                ))
-            })
-        };
+        let cast_to =
+            |values: &ArrayRef, to: &DataType| cast(values, to).map_err(|e| self.cast_error(to, e));
         let Some(cf) = &self.cf else {
             let to = match self.array.kind {
                 Some(ElementKind::Primitive(ref t)) if t.is_temporal() => {
@@ -238,72 +203,18 @@ impl AppendColumn {
             };
             return cast_to(values, &to);
         };
-        let counts = match &cf.kind {
-            CfKind::Time { step, epoch, unit } => Some(self.units(
-                values,
-                &DataType::Timestamp(*unit, None),
-                *step,
-                *epoch,
-                first,
-            )?),
-            CfKind::Duration { step, unit } => {
-                Some(self.units(values, &DataType::Duration(*unit), *step, 0, first)?)
-            }
-            CfKind::Scaled => {
-                let (scale, offset) = cf.scale.unwrap_or((1.0, 0.0));
-                let floats = cast_to(values, &DataType::Float64)?;
-                let scaled: arrow::array::Float64Array = floats
-                    .as_primitive::<arrow::datatypes::Float64Type>()
-                    .unary(|v| {
-                        let s = (v - offset) / scale;
-                        if cf.stored.is_integer() { s.round() } else { s }
-                    });
-                Some(Arc::new(scaled) as ArrayRef)
-            }
-            _ => None,
-        };
-        match counts {
-            Some(counts) => cast_to(&counts, &cf.stored),
-            None => cast_to(values, &cf.stored),
-        }
-    }
-
-    /// Times or durations as counts of `step` units (of the Arrow `unit` of `typed`) since
-    /// `epoch`: exact, or an error naming the row.
-    fn units(
-        &self,
-        values: &ArrayRef,
-        typed: &DataType,
-        step: i64,
-        epoch: i64,
-        first: u64,
-    ) -> Result<ArrayRef> {
-        let typed = cast(values, typed).map_err(|e| self.error(e.to_string()))?;
-        let raw = cast(&typed, &DataType::Int64).map_err(|e| self.error(e.to_string()))?;
-        let raw = raw.as_primitive::<Int64Type>();
-        let mut out = Vec::with_capacity(raw.len());
-        for (i, v) in raw.iter().enumerate() {
-            let Some(v) = v else {
-                out.push(None);
-                continue;
-            };
-            let count = v
-                .checked_sub(epoch)
-                .filter(|d| step != 0 && d % step == 0)
-                .and_then(|d| d.checked_div(step));
-            let Some(count) = count else {
-                return Err(row_error(
-                    &self.spec.name,
-                    first.saturating_add(i as u64),
-                    &format!(
-                        "the value is not a whole number of the array's units ({})",
-                        self.array.attributes.to_value()["units"]
-                    ),
-                ));
-            };
-            out.push(Some(count));
-        }
-        Ok(Arc::new(Int64Array::from(out)))
+        encode(values, cf).map_err(|e| match e {
+            EncodeError::Cast { to, error } => self.cast_error(&to, error),
+            EncodeError::Temporal(error) => self.error(error.to_string()),
+            EncodeError::NotWhole { index } => row_error(
+                &self.spec.name,
+                first.saturating_add(index as u64),
+                &format!(
+                    "the value is not a whole number of the array's units ({})",
+                    self.array.attributes.to_value()["units"]
+                ),
+            ),
+        })
     }
 }
 
@@ -360,7 +271,7 @@ async fn append_rows_with(
         };
         if assembly.rows > 0 {
             // The old rows of the chunk they end in, kept.
-            let key = chunk_key(column, assembly.index);
+            let key = column.array.chunk_key(&[assembly.index])?;
             let encoded = target.get(&key).await?;
             let keep =
                 usize::try_from(assembly.rows).map_err(|_| column.error("a chunk".into()))?;
@@ -422,10 +333,6 @@ async fn append_rows_with(
     Ok(rows)
 }
 
-fn chunk_key(column: &AppendColumn, index: u64) -> String {
-    format!("{}/{}{index}", column.array.path, column.chunk_prefix)
-}
-
 /// Appends `stored` (its first row is row `first` of the grown table) to the chunk being
 /// assembled, writing each chunk it completes.
 async fn push(
@@ -454,7 +361,7 @@ async fn push(
                     &column.spec,
                     &part,
                     row,
-                    column.width,
+                    Utf32Width::of_length_bytes(column.width),
                     false,
                     &mut assembly.fixed,
                     &hint,
@@ -489,7 +396,7 @@ async fn flush(
     if assembly.rows == 0 {
         return Ok(());
     }
-    let key = chunk_key(column, assembly.index);
+    let key = column.array.chunk_key(&[assembly.index])?;
     let encoder = assembly.encoder.clone();
     let boundary = !old_rows.is_multiple_of(column.chunk_rows)
         && assembly.index == old_rows / column.chunk_rows;

@@ -27,10 +27,12 @@ use futures::StreamExt;
 use crate::error::{Result, ZarrError};
 use crate::write::chunk::{ChunkEncoder, Pipeline, chunk_bytes};
 use crate::write::column::{
-    ArrayShape, ColumnSpec, NullRule, Storage, array_documents, chunk_key, column_spec,
-    group_documents,
+    ArrayShape, ColumnSpec, NullRule, Storage, Utf32Width, array_documents, chunk_key, column_spec,
+    element_size, group_documents,
 };
-use crate::write::elements::{append_fixed, append_utf32, longest_string, prepared, row_error};
+use crate::write::elements::{
+    append_fixed, append_utf32, longest_string, null_element, prepared, row_error,
+};
 use crate::write::options::{TARGET_CHUNK_BYTES, WriteOptions};
 use crate::write::target::Target;
 
@@ -317,17 +319,19 @@ async fn write_grid_with(
             }
         }
     }
-    let widths: Vec<u64> = data
+    // Each data column's string width (strings), and its element's bytes.
+    let string_widths: Vec<Option<Utf32Width>> = data
         .iter()
         .zip(&spill.longest)
-        .map(|((_, spec), &longest)| match spec.storage {
-            Storage::Fixed { size } => size as u64,
-            _ => options
-                .string_length
-                .unwrap_or(longest)
-                .max(1)
-                .saturating_mul(4),
+        .map(|((_, spec), &longest)| {
+            let code_points = options.string_length.unwrap_or(longest);
+            (spec.storage == Storage::Utf32).then(|| Utf32Width::of_code_points(code_points))
         })
+        .collect();
+    let widths: Vec<u64> = data
+        .iter()
+        .zip(&string_widths)
+        .map(|((_, spec), &width)| element_size(spec, width))
         .collect();
     let widest = widths.iter().copied().max().unwrap_or(8);
     let chunks = match options.chunks.is_empty() {
@@ -348,7 +352,7 @@ async fn write_grid_with(
     for (d, spec) in layout.coordinates.iter().enumerate() {
         let values = coordinate_values(&spill.distinct[d])?;
         let width = (spec.storage == Storage::Utf32)
-            .then(|| spill.coordinate_longest[d].max(1).saturating_mul(4));
+            .then(|| Utf32Width::of_code_points(spill.coordinate_longest[d]));
         let docs = write_coordinate(spec, &values, width, &dimensions[d], target, options).await?;
         documents.push((spec.name.clone(), docs));
     }
@@ -366,8 +370,7 @@ async fn write_grid_with(
         .div_ceil(chunks.first().copied().unwrap_or(1).max(1));
     let slabs_per_group = (GROUP_BYTES / slab_cells.saturating_mul(row_bytes).max(1)).max(1);
     let mut encoders = Vec::new();
-    for ((_, spec), &width) in data.iter().zip(&widths) {
-        let width = (spec.storage == Storage::Utf32).then_some(width);
+    for ((_, spec), &width) in data.iter().zip(&string_widths) {
         let docs = array_documents(spec, width, &array_shape, false, options);
         encoders.push(ChunkEncoder::new(&spec.name, &docs, &chunks)?);
     }
@@ -375,7 +378,14 @@ async fn write_grid_with(
     while slab < slabs {
         let last = slab.saturating_add(slabs_per_group).min(slabs);
         let group = Group::new(&shape, &chunks, slab, last);
-        let buffers = fill_group(&group, &layout, &data, &widths, &mut spill, options)?;
+        let buffers = fill_group(
+            &group,
+            &layout,
+            &data,
+            (&widths, &string_widths),
+            &mut spill,
+            options,
+        )?;
         for (c, ((_, spec), buffer)) in data.iter().zip(buffers).enumerate() {
             write_group_chunks(
                 &group,
@@ -394,11 +404,10 @@ async fn write_grid_with(
     }
     pipeline.finish().await?;
     for (c, (_, spec)) in data.iter().enumerate() {
-        let width = (spec.storage == Storage::Utf32).then_some(widths[c]);
         // Cells no row fills hold the null value too.
         let docs = array_documents(
             spec,
-            width,
+            string_widths[c],
             &array_shape,
             spill.saw_null[c] || holes,
             options,
@@ -435,7 +444,7 @@ fn coordinate_values(distinct: &Distinct) -> Result<ArrayRef> {
 async fn write_coordinate(
     spec: &ColumnSpec,
     values: &ArrayRef,
-    width: Option<u64>,
+    width: Option<Utf32Width>,
     dimension: &str,
     target: &Target,
     options: &WriteOptions,
@@ -454,7 +463,7 @@ async fn write_coordinate(
     let encoded = match (spec.storage, width) {
         (Storage::Utf32, Some(width)) => {
             append_utf32(spec, &values, 0, width, false, &mut bytes, "")?;
-            encoder.encode_fixed(bytes, width)?
+            encoder.encode_fixed(bytes, width.bytes())?
         }
         (Storage::Fixed { size }, _) => {
             append_fixed(spec, &values, 0, &mut bytes)?;
@@ -501,13 +510,15 @@ impl Group {
     }
 }
 
-/// The group's cells of each data column, filled by one pass over the spill; a second row
-/// for a cell is an error naming its coordinates.
+/// The group's cells of each data column (of elements `widths.0` bytes wide, strings
+/// `widths.1`), filled by one pass over the spill; a cell no row fills holds the column's
+/// NULL (cut to the element, padded with zeros). A second row for a cell is an error naming
+/// its coordinates.
 fn fill_group(
     group: &Group,
     layout: &GridLayout,
     data: &[(usize, ColumnSpec)],
-    widths: &[u64],
+    (widths, string_widths): (&[u64], &[Option<Utf32Width>]),
     spill: &mut Spill,
     options: &WriteOptions,
 ) -> Result<Vec<Vec<u8>>> {
@@ -515,26 +526,7 @@ fn fill_group(
     let mut buffers: Vec<Vec<u8>> = Vec::with_capacity(data.len());
     for ((_, spec), &width) in data.iter().zip(widths) {
         let mut buffer = vec![0u8; cells.saturating_mul(width as usize)];
-        let null: Option<Vec<u8>> = match (&spec.null, spec.storage) {
-            (NullRule::NaN, Storage::Fixed { size: 4 }) => Some(f32::NAN.to_ne_bytes().to_vec()),
-            (NullRule::NaN, Storage::Fixed { size: 2 }) => {
-                Some(half::f16::NAN.to_ne_bytes().to_vec())
-            }
-            (NullRule::NaN, _) => Some(f64::NAN.to_ne_bytes().to_vec()),
-            (NullRule::NaT, _) => Some(i64::MIN.to_ne_bytes().to_vec()),
-            (NullRule::Value { bytes, .. }, Storage::Fixed { .. }) => Some(bytes.clone()),
-            (NullRule::Value { bytes, .. }, _) => {
-                let text = std::str::from_utf8(bytes).unwrap_or_default();
-                let mut utf32: Vec<u8> = text
-                    .chars()
-                    .flat_map(|c| (c as u32).to_ne_bytes())
-                    .collect();
-                utf32.resize(width as usize, 0);
-                Some(utf32)
-            }
-            (NullRule::Refused, _) => None,
-        };
-        if let Some(null) = null {
+        if let Some(null) = null_element(spec) {
             for cell in buffer.chunks_mut(width as usize) {
                 let n = cell.len().min(null.len());
                 cell[..n].copy_from_slice(&null[..n]);
@@ -604,12 +596,12 @@ fn fill_group(
                 let width = widths[c] as usize;
                 let one = column.slice(row, 1);
                 let mut element = Vec::with_capacity(width);
-                match spec.storage {
-                    Storage::Utf32 => append_utf32(
+                match (spec.storage, string_widths[c]) {
+                    (Storage::Utf32, Some(string_width)) => append_utf32(
                         spec,
                         &one,
                         table_row,
-                        width as u64,
+                        string_width,
                         options.truncate_strings,
                         &mut element,
                         "string_length; string_overflow 'truncate' cuts it",

@@ -22,7 +22,8 @@ use futures::StreamExt;
 use crate::error::{Result, ZarrError};
 use crate::write::chunk::{ChunkEncoder, Pipeline, chunk_bytes};
 use crate::write::column::{
-    ArrayShape, ColumnSpec, Storage, array_documents, chunk_key, column_spec, group_documents,
+    ArrayShape, ColumnSpec, Storage, Utf32Width, array_documents, chunk_key, column_spec,
+    group_documents,
 };
 use crate::write::elements::{
     append_fixed, append_utf32, append_vlen, longest_string, longest_string_checked, prepared,
@@ -197,10 +198,10 @@ struct ColumnWriter {
     buffered: u64,
     /// Whether a NULL was written (as the `null_value`: the fill value says so).
     saw_null: bool,
-    /// The width strings are encoded at so far, in bytes.
-    width: u64,
+    /// The width strings are encoded at so far.
+    width: Utf32Width,
     /// The width each unit was encoded at (strings).
-    unit_widths: Vec<u64>,
+    unit_widths: Vec<Utf32Width>,
     /// Units written.
     units: u64,
     /// Encoders by string width (0 for other types).
@@ -209,7 +210,9 @@ struct ColumnWriter {
 
 impl ColumnWriter {
     fn new(spec: ColumnSpec, options: &WriteOptions) -> Self {
-        let width = options.string_length.map_or(4, |n| n.saturating_mul(4));
+        let width = options
+            .string_length
+            .map_or(Utf32Width::MIN, Utf32Width::of_code_points);
         Self {
             spec,
             options: options.clone(),
@@ -232,10 +235,13 @@ impl ColumnWriter {
         Ok(match self.spec.storage {
             Storage::Fixed { size } => size as u64,
             Storage::Utf32 => match self.options.string_length {
-                Some(n) => n.saturating_mul(4),
-                None => longest_string(&self.spec, array, first)?
-                    .0
-                    .saturating_mul(4),
+                Some(n) => Utf32Width::of_code_points(n).bytes(),
+                // A batch of only empty strings estimates 0 bytes, as it always has (its
+                // strings are still written one code unit wide).
+                None => match longest_string(&self.spec, array, first)?.0 {
+                    0 => 0,
+                    longest => Utf32Width::of_code_points(longest).bytes(),
+                },
             },
             Storage::VlenUtf8 | Storage::VlenBytes => {
                 let data = array.to_data();
@@ -245,8 +251,8 @@ impl ColumnWriter {
         })
     }
 
-    /// The width of the string array, in bytes.
-    fn final_width(&self) -> Option<u64> {
+    /// The width of the string array.
+    fn final_width(&self) -> Option<Utf32Width> {
         (self.spec.storage == Storage::Utf32).then_some(self.width)
     }
 
@@ -297,7 +303,7 @@ impl ColumnWriter {
                         &self.spec,
                         &array,
                         first,
-                        limit * 4,
+                        Utf32Width::of_code_points(limit),
                         false,
                         &mut scratch,
                         OVERFLOW,
@@ -313,18 +319,13 @@ impl ColumnWriter {
         Ok(())
     }
 
-    /// The encoder for units of `units` at string width `width`.
-    fn encoder(&mut self, units: Units, width: u64) -> Result<ChunkEncoder> {
-        let key = if self.spec.storage == Storage::Utf32 {
-            width
-        } else {
-            0
-        };
+    /// The encoder for units of `units` (strings: `width` wide).
+    fn encoder(&mut self, units: Units, width: Option<Utf32Width>) -> Result<ChunkEncoder> {
+        let key = width.map_or(0, Utf32Width::bytes);
         if let Some(encoder) = self.encoders.get(&key) {
             return Ok(encoder.clone());
         }
         let shape = units.shape(units.rows, &self.options.dimension);
-        let width = (self.spec.storage == Storage::Utf32).then_some(width);
         let docs = array_documents(&self.spec, width, &shape, false, &self.options);
         let encoder = ChunkEncoder::new(&self.spec.name, &docs, &[units.rows])?;
         self.encoders.insert(key, encoder.clone());
@@ -343,14 +344,14 @@ impl ColumnWriter {
         );
         match self.spec.storage {
             Storage::Fixed { size } => {
-                let encoder = self.encoder(units, 0)?;
+                let encoder = self.encoder(units, None)?;
                 let bytes = std::mem::take(&mut self.fixed);
                 pipeline
                     .submit(key, move || encoder.encode_fixed(bytes, size as u64))
                     .await?;
             }
             Storage::VlenUtf8 | Storage::VlenBytes => {
-                let encoder = self.encoder(units, 0)?;
+                let encoder = self.encoder(units, None)?;
                 let bytes = std::mem::take(&mut self.vlen);
                 let offsets = std::mem::take(&mut self.offsets);
                 pipeline
@@ -359,11 +360,13 @@ impl ColumnWriter {
             }
             Storage::Utf32 => {
                 let width = match self.options.string_length {
-                    Some(n) => n.saturating_mul(4),
-                    None => self.width.max(self.unit_longest.saturating_mul(4)),
+                    Some(n) => Utf32Width::of_code_points(n),
+                    None => self
+                        .width
+                        .max(Utf32Width::of_code_points(self.unit_longest)),
                 };
                 self.width = width;
-                let encoder = self.encoder(units, width)?;
+                let encoder = self.encoder(units, Some(width))?;
                 let strings = std::mem::take(&mut self.strings);
                 let spec = self.spec.clone();
                 let truncate = self.options.truncate_strings;
@@ -375,7 +378,7 @@ impl ColumnWriter {
                                 &spec, array, *first, width, truncate, &mut bytes, OVERFLOW,
                             )?;
                         }
-                        encoder.encode_fixed(bytes, width)
+                        encoder.encode_fixed(bytes, width.bytes())
                     })
                     .await?;
                 self.unit_widths.push(width);
@@ -390,7 +393,7 @@ impl ColumnWriter {
     /// Rewrites the string units written narrower than the final width.
     async fn widen(&mut self, units: Units, pipeline: &mut Pipeline) -> Result<()> {
         let width = self.width;
-        let narrow: Vec<(u64, u64)> = (self.unit_widths.iter().enumerate())
+        let narrow: Vec<(u64, Utf32Width)> = (self.unit_widths.iter().enumerate())
             .filter(|&(_, &w)| w < width)
             .map(|(i, &w)| (i as u64, w))
             .collect();
@@ -399,23 +402,23 @@ impl ColumnWriter {
         }
         // Everything encoded so far must be written before it is read back.
         pipeline.finish().await?;
-        let wide = self.encoder(units, width)?;
+        let wide = self.encoder(units, Some(width))?;
         for (index, old_width) in narrow {
             let key = format!(
                 "{}/{}",
                 self.spec.name,
                 chunk_key(&[index], self.options.zarr_format)
             );
-            let narrow = self.encoder(units, old_width)?;
+            let narrow = self.encoder(units, Some(old_width))?;
             let encoded = pipeline.target().get(&key).await?;
             let encoded = encoded.ok_or_else(|| ZarrError::internal("a chunk just written"))?;
             let wide = wide.clone();
             pipeline
                 .submit(key, move || {
                     let old = narrow.decode_fixed(&encoded)?;
-                    let mut bytes =
-                        Vec::with_capacity(old.len() / old_width.max(1) as usize * width as usize);
-                    for element in old.chunks(old_width.max(1) as usize) {
+                    let (old_width, width) = (old_width.bytes() as usize, width.bytes());
+                    let mut bytes = Vec::with_capacity(old.len() / old_width * width as usize);
+                    for element in old.chunks(old_width) {
                         let start = bytes.len();
                         bytes.extend_from_slice(element);
                         bytes.resize(start + width as usize, 0);

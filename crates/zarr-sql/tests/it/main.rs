@@ -9,4 +9,5 @@ mod convert;
 mod docs;
 mod export;
 mod remote;
+mod session_options;
 mod write_interrupt;

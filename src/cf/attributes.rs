@@ -3,7 +3,7 @@
 //! (`dtype: "timedelta64[s]"` beside `units: "seconds"`) a `Duration`, and packed numbers
 //! (`scale_factor`, `add_offset`) `Float64`, with the values `_FillValue` and `missing_value`
 //! name read as NULL; bytes with `_Encoding: "utf-8"` (xarray's strings written as `S`) are
-//! strings. `scan/cf_decode.rs` applies what this reads.
+//! strings. `decode.rs` applies what this reads; the units are `units.rs`'.
 //!
 //! Times use the proleptic Gregorian calendar (`standard`, `gregorian`,
 //! `proleptic_gregorian`, or none given); times in another calendar (`noleap`, `360_day`, …),
@@ -15,7 +15,7 @@ use arrow::datatypes::{DataType as ArrowType, TimeUnit};
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
 use serde_json::{Map, Value};
 
-use super::ElementKind;
+use super::units::{self, nanoseconds, per};
 
 /// How an array's stored numbers are decoded, in xarray's order: `_Unsigned`, then the
 /// missing values, then `scale_factor`/`add_offset`, then the time.
@@ -76,16 +76,14 @@ impl CfDecoding {
     }
 }
 
-/// The decoding the attributes of an array of `kind` call for, if any. `v2_fill` is a Zarr V2
-/// array's `fill_value` when xarray wrote the array (xarray reads it as the `_FillValue`).
-pub(super) fn decoding(
-    kind: Option<&ElementKind>,
+/// The decoding the attributes of an array of fixed-size elements of Arrow type `stored` call
+/// for, if any. `v2_fill` is a Zarr V2 array's `fill_value` when xarray wrote the array (xarray
+/// reads it as the `_FillValue`).
+pub(crate) fn decoding(
+    stored: &ArrowType,
     attributes: &Map<String, Value>,
     v2_fill: Option<&Value>,
 ) -> Option<CfDecoding> {
-    let ElementKind::Primitive(stored) = kind? else {
-        return None;
-    };
     if !(stored.is_integer() || stored.is_floating()) {
         return None;
     }
@@ -180,16 +178,13 @@ fn attribute_number(value: &Value) -> Option<f64> {
     }
 }
 
-/// The packing attributes of a numeric array, checked: xarray refuses a `scale_factor` or
-/// `add_offset` that is not a number (its arithmetic fails), and so does this, rather than
-/// leave the stored numbers to pass for decoded ones.
+/// The packing attributes of an array of fixed-size elements of Arrow type `stored`, checked:
+/// xarray refuses a `scale_factor` or `add_offset` that is not a number (its arithmetic fails),
+/// and so does this, rather than leave the stored numbers to pass for decoded ones.
 pub(crate) fn check_packing(
-    kind: Option<&ElementKind>,
+    stored: &ArrowType,
     attributes: &Map<String, Value>,
 ) -> Result<(), String> {
-    let Some(ElementKind::Primitive(stored)) = kind else {
-        return Ok(());
-    };
     if !(stored.is_integer() || stored.is_floating()) {
         return Ok(());
     }
@@ -218,17 +213,11 @@ pub enum TextEncoding {
     Ascii,
 }
 
-/// Which text bytes of `kind` are by their attributes: xarray writes strings as `S` bytes
-/// with `_Encoding: "utf-8"` when their encoding asks for bytes (a dataset opened from netCDF
-/// keeps `dtype: S1`), and decodes them back to strings. Other encodings stay bytes.
-pub(super) fn text_encoding(
-    kind: Option<&ElementKind>,
-    attributes: &Map<String, Value>,
-) -> Option<TextEncoding> {
-    let bytes = matches!(
-        kind,
-        Some(ElementKind::Bytes { .. } | ElementKind::VariableBytes)
-    );
+/// Which text an array's elements are by their attributes, when they are `bytes` (fixed or
+/// variable-length): xarray writes strings as `S` bytes with `_Encoding: "utf-8"` when their
+/// encoding asks for bytes (a dataset opened from netCDF keeps `dtype: S1`), and decodes them
+/// back to strings. Other encodings stay bytes.
+pub(crate) fn text_encoding(bytes: bool, attributes: &Map<String, Value>) -> Option<TextEncoding> {
     let encoding = attributes.get("_Encoding").and_then(Value::as_str);
     let encoding = encoding.map(|e| e.to_ascii_lowercase().replace(['-', '_'], ""));
     match encoding.as_deref() {
@@ -279,13 +268,7 @@ fn duration(dtype: &str, units: &str, fractional: bool) -> Option<CfKind> {
     let held = dtype
         .strip_prefix("timedelta64[")
         .and_then(|u| u.strip_suffix(']'))?;
-    let held = match held {
-        "s" => TimeUnit::Second,
-        "ms" => TimeUnit::Millisecond,
-        "us" => TimeUnit::Microsecond,
-        "ns" => TimeUnit::Nanosecond,
-        _ => return None,
-    };
+    let held = units::by_numpy(held)?.arrow?;
     let held = if fractional && per(held) > per(TimeUnit::Microsecond) {
         TimeUnit::Microsecond
     } else {
@@ -350,29 +333,6 @@ fn integer(value: &Value) -> Option<i128> {
 /// `f` as an integer when it is one (and within ±2^100, beyond every integer type).
 fn float_integer(f: f64) -> Option<i128> {
     (f.is_finite() && f.fract() == 0.0 && f.abs() < 2f64.powi(100)).then_some(f as i128)
-}
-
-/// Nanoseconds in one of `unit` (CF's and UDUNITS' names xarray reads).
-fn nanoseconds(unit: &str) -> Option<i64> {
-    Some(match unit.to_ascii_lowercase().as_str() {
-        "days" | "day" | "d" => 86_400_000_000_000,
-        "hours" | "hour" | "hr" | "hrs" | "h" => 3_600_000_000_000,
-        "minutes" | "minute" | "min" | "mins" => 60_000_000_000,
-        "seconds" | "second" | "sec" | "secs" | "s" => 1_000_000_000,
-        "milliseconds" | "millisecond" | "msec" | "msecs" | "ms" => 1_000_000,
-        "microseconds" | "microsecond" | "usec" | "usecs" | "us" => 1_000,
-        "nanoseconds" | "nanosecond" | "nsec" | "nsecs" | "ns" => 1,
-        _ => return None,
-    })
-}
-
-fn per(unit: TimeUnit) -> i64 {
-    match unit {
-        TimeUnit::Second => 1_000_000_000,
-        TimeUnit::Millisecond => 1_000_000,
-        TimeUnit::Microsecond => 1_000,
-        TimeUnit::Nanosecond => 1,
-    }
 }
 
 /// A CF reference date as UTC: `1970-01-01`, `1900-1-1 00:00:00`, `2000-01-01T12:00:00.5Z`,
@@ -516,7 +476,7 @@ mod tests {
         let big = attrs(
             json!({"_FillValue": 9007199254740993u64, "missing_value": [18446744073709551614u64, 2.0, 2.5]}),
         );
-        let cf = decoding(Some(&ElementKind::Primitive(ArrowType::Int64)), &big, None).unwrap();
+        let cf = decoding(&ArrowType::Int64, &big, None).unwrap();
         assert_eq!(
             cf.missing_integers,
             vec![9_007_199_254_740_993, 18_446_744_073_709_551_614, 2]
@@ -559,28 +519,22 @@ mod tests {
 
     #[test]
     fn bytes_are_text_by_their_encoding() {
-        let bytes = ElementKind::Bytes { length_bytes: 4 };
-        let text = |kind: &ElementKind, encoding: &str| {
+        let text = |bytes: bool, encoding: &str| {
             let attributes = json!({"_Encoding": encoding});
-            text_encoding(Some(kind), attributes.as_object().unwrap())
+            text_encoding(bytes, attributes.as_object().unwrap())
         };
         let utf8 = Some(TextEncoding::Utf8);
-        assert!(text(&bytes, "utf-8") == utf8 && text(&bytes, "UTF8") == utf8);
-        assert_eq!(text(&bytes, "ascii"), Some(TextEncoding::Ascii));
-        assert_eq!(text(&ElementKind::VariableBytes, "utf-8"), utf8);
-        assert!(text(&bytes, "latin-1").is_none() && text(&bytes, "utf-16").is_none());
-        assert!(text(&ElementKind::Primitive(ArrowType::Int8), "utf-8").is_none());
-        assert!(text_encoding(Some(&bytes), &Map::new()).is_none());
+        assert!(text(true, "utf-8") == utf8 && text(true, "UTF8") == utf8);
+        assert_eq!(text(true, "ascii"), Some(TextEncoding::Ascii));
+        assert!(text(true, "latin-1").is_none() && text(true, "utf-16").is_none());
+        assert!(text(false, "utf-8").is_none());
+        assert!(text_encoding(true, &Map::new()).is_none());
     }
 
     #[test]
     fn attributes_choose_the_decoding() {
         let decode = |stored: ArrowType, attributes: Value, v2_fill: Option<Value>| {
-            decoding(
-                Some(&ElementKind::Primitive(stored)),
-                &attrs(attributes),
-                v2_fill.as_ref(),
-            )
+            decoding(&stored, &attrs(attributes), v2_fill.as_ref())
         };
         let time = decode(
             ArrowType::Int64,
@@ -718,23 +672,23 @@ mod tests {
         assert!(masked.missing[0].is_nan() && masked.missing[1] == 10.0);
         // A scale that is not a number is refused by name; a boolean fill is 1 or 0.
         let packed = |scale: Value| attrs(json!({ "scale_factor": scale }));
-        let int16 = ElementKind::Primitive(ArrowType::Int16);
-        let e = check_packing(Some(&int16), &packed(json!("0.5"))).unwrap_err();
+        let int16 = ArrowType::Int16;
+        let e = check_packing(&int16, &packed(json!("0.5"))).unwrap_err();
         assert!(
             e.starts_with("scale_factor is \"0.5\", not a number"),
             "{e}"
         );
-        assert!(check_packing(Some(&int16), &packed(json!([0.5]))).is_ok());
-        assert!(check_packing(Some(&ElementKind::String), &packed(json!("x"))).is_ok());
+        assert!(check_packing(&int16, &packed(json!([0.5]))).is_ok());
+        assert!(check_packing(&ArrowType::Boolean, &packed(json!("x"))).is_ok());
         let flag = decode(ArrowType::Int8, json!({"_FillValue": true}), None).unwrap();
         assert_eq!(flag.missing, vec![1.0]);
-        // Strings and plain numbers are left as they are.
-        let labels = decoding(
-            Some(&ElementKind::String),
-            &attrs(json!({"units": "days since 2000-01-01"})),
+        // Booleans and plain numbers are left as they are.
+        let flags = decode(
+            ArrowType::Boolean,
+            json!({"units": "days since 2000-01-01"}),
             None,
         );
-        assert_eq!(labels, None);
+        assert_eq!(flags, None);
         assert_eq!(decode(ArrowType::Int64, json!({"units": "m"}), None), None);
     }
 }

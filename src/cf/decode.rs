@@ -1,4 +1,4 @@
-//! Stored numbers decoded as their CF attributes ask (`node/cf_attributes.rs` reads them): `_Unsigned`
+//! Stored numbers decoded as their CF attributes ask (`attributes.rs` reads them): `_Unsigned`
 //! bits, times and timedeltas in whole units of their Arrow type, packed numbers as
 //! `value × scale + offset` in `f64`, as xarray computes them. Values named missing are NULL,
 //! and so are NaN times and int64 times at the smallest int64 (how xarray writes NaT).
@@ -10,7 +10,8 @@ use arrow::buffer::{BooleanBuffer, NullBuffer};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
 
-use crate::node::cf_attributes::{CfDecoding, CfKind};
+use super::attributes::{CfDecoding, CfKind};
+use super::units::NAT;
 
 /// Why a batch could not be decoded: the element (in the batch), if one is at fault.
 pub(crate) struct Failure {
@@ -120,7 +121,7 @@ pub(crate) fn decode(raw: &ArrayRef, cf: &CfDecoding) -> Result<ArrayRef, Failur
         let numbers = scaled.as_ref().unwrap_or(floats).values();
         // NaN, and (as pandas reads it) NaT's -2^63 stored in a float, are NULL.
         let valid = BooleanBuffer::collect_bool(raw.len(), |i| {
-            valid.value(i) && !numbers[i].is_nan() && numbers[i] != -(2f64.powi(63))
+            valid.value(i) && !numbers[i].is_nan() && numbers[i] != NAT as f64
         });
         let mut out = Vec::with_capacity(raw.len());
         for (i, &v) in numbers.iter().enumerate() {
@@ -153,13 +154,13 @@ pub(crate) fn decode(raw: &ArrayRef, cf: &CfDecoding) -> Result<ArrayRef, Failur
                 .then(|| v.checked_mul(step).and_then(|t| t.checked_add(epoch)));
             match t.flatten() {
                 Some(t) => out.push(t),
-                None if valid.value(i) && !(nat && v == i64::MIN) => return Err(out_of_range(i)),
+                None if valid.value(i) && !(nat && v == NAT) => return Err(out_of_range(i)),
                 None => out.push(0),
             }
         }
         values = out;
         BooleanBuffer::collect_bool(raw.len(), |i| {
-            valid.value(i) && !(nat && ints.values()[i] == i64::MIN)
+            valid.value(i) && !(nat && ints.values()[i] == NAT)
         })
     };
     let data = Int64Array::new(values.into(), Some(NullBuffer::new(valid)))
