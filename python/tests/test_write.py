@@ -53,3 +53,21 @@ def test_write_zarr_takes_pyarrow_tables_and_names_bad_rows(tmp_path) -> None:
     assert not list(tmp_path.iterdir())
     assert datafusion_zarr.write_zarr(pa.table({"s": ["a", "bb"]}), tmp_path / "ok.zarr") == 2
     assert zarr.open_array(tmp_path / "ok.zarr" / "s", mode="r")[:].tolist() == ["a", "bb"]
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("zarr_format", [3, 2])
+def test_a_column_named_c_is_read_back_by_zarr_python_and_xarray(ctx, tmp_path, zarr_format) -> None:
+    import datafusion_zarr
+
+    path = tmp_path / f"c{zarr_format}.zarr"
+    query = "SELECT v AS c, 'n' || CAST(v AS VARCHAR) AS name FROM generate_series(0, 9) t(v) ORDER BY v"
+    assert datafusion_zarr.write_zarr(ctx.sql(query), path, zarr_format=zarr_format) == 10
+    group = zarr.open_group(path, mode="r")
+    assert group["c"][:].tolist() == list(range(10))
+    assert group["name"][:].tolist() == [f"n{v}" for v in range(10)]
+    ds = xr.open_zarr(path, zarr_format=zarr_format).load()
+    assert ds["c"].values.tolist() == list(range(10))
+    assert ds["name"].values.tolist() == [f"n{v}" for v in range(10)]
+    table = ctx.sql(f"SELECT sum(c) AS s FROM read_zarr('{path}')").to_pydict()
+    assert table["s"] == [45]

@@ -241,20 +241,26 @@ fn null_value(column: &str, v3_type: &str, options: &WriteOptions) -> Result<Nul
     Ok(NullRule::Value { bytes, json })
 }
 
-/// Refuses a column name that cannot name an array.
+/// The names of the metadata documents a Zarr node keeps beside its children: a child by one
+/// of these names would be read as the group's own metadata.
+const METADATA_NAMES: [&str; 5] = ["zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"];
+
+/// Refuses a column name that cannot name an array: one that collides with a node's metadata
+/// documents, is empty, holds a `/` (a path, not a name), is made of periods only (`.`, `..`),
+/// or starts with `__`, which the Zarr V3 specification reserves. Anything else names an array
+/// (`c` too: a child array `c` keeps its chunks at `c/c/0`, beside no other key).
 fn check_name(name: &str) -> Result<()> {
     let unsafe_name = name.is_empty()
         || name.contains('/')
+        || name.chars().all(|c| c == '.')
         || name.starts_with("__")
-        || name.starts_with(".z")
-        || name == "."
-        || name == ".."
-        || name == "zarr.json"
-        || name == "c";
+        || METADATA_NAMES.contains(&name);
     if unsafe_name {
         return Err(ZarrError::Option(format!(
-            "column '{name}' cannot name a Zarr array (empty, '.', '..', 'c', 'zarr.json', a \
-             '/', or a leading '__' or '.z'): rename it with AS"
+            "column '{name}' cannot name a Zarr array (it is empty, holds a '/', is only \
+             periods, starts with '__', which Zarr reserves, or is one of {}): rename it with \
+             AS",
+            METADATA_NAMES.join(", ")
         )));
     }
     Ok(())

@@ -88,7 +88,7 @@ async fn append_through(
     stream: SendableRecordBatchStream,
     target: Target,
 ) -> Result<u64> {
-    let columns = layout::append::plan(model)?;
+    let columns = layout::append::plan(model).await?;
     let target = Arc::new(target);
     let result = layout::append::append_rows(model, &columns, stream, &target).await;
     finish(target, result).await

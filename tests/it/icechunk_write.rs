@@ -15,7 +15,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::prelude::SessionContext;
 use object_store::{ObjectStore, ObjectStoreExt};
-use serde_json::Value;
+use serde_json::{Value, json};
 use zarr_test_support::servers::proxy::Proxy;
 use zarr_test_support::servers::{gcs_store_at, object_store_of, options, servers};
 use zarr_test_support::{column, context_writing_in_order, copy_dir, query, root, to_json};
@@ -536,4 +536,73 @@ async fn copy_and_insert_on_s3_azure_and_gcs() {
             after.len() + 1
         );
     }
+}
+
+/// `INSERT INTO` the table of one array on a branch commits the array grown (as on a plain
+/// store), and the group reads it; with another array along its dimension it is refused, the
+/// branch left as it was.
+#[tokio::test]
+async fn insert_into_an_arrays_table_on_a_branch() {
+    let (_dir, repo) = copy("spec1.icechunk");
+    let location = repo.display().to_string();
+    let ctx = context_writing_in_order(7);
+    run(
+        &ctx,
+        &format!(
+            "COPY (SELECT 'a' AS names) TO '{location}' STORED AS ZARR OPTIONS ('mode' \
+             'overwrite', 'string_length' '8')"
+        ),
+    )
+    .await
+    .unwrap();
+    run(
+        &ctx,
+        &format!(
+            "CREATE EXTERNAL TABLE n STORED AS ZARR LOCATION '{location}' OPTIONS ('path' \
+             'names')"
+        ),
+    )
+    .await
+    .unwrap();
+    let tip = history(&location, "main", "").await[0].0.clone();
+    run(&ctx, "INSERT INTO n (names) VALUES ('zzz'), ('東京')")
+        .await
+        .unwrap();
+    let after = history(&location, "main", "").await;
+    assert_eq!(
+        (after[0].1.as_str(), after[0].2.as_str()),
+        (tip.as_str(), "INSERT INTO by datafusion-zarr")
+    );
+    let want = [json!("a"), json!("zzz"), json!("東京")];
+    for from in ["n".to_string(), read_zarr(&location, "")] {
+        let got = query(&ctx, &format!("SELECT names FROM {from} ORDER BY index"))
+            .await
+            .unwrap();
+        assert_eq!(to_json(column(&got, "names").as_ref()), want, "{from}");
+    }
+
+    run(
+        &ctx,
+        &format!(
+            "COPY (SELECT 'a' AS names, 1 AS k) TO '{location}' STORED AS ZARR OPTIONS ('mode' \
+             'overwrite', 'string_length' '8')"
+        ),
+    )
+    .await
+    .unwrap();
+    run(
+        &ctx,
+        &format!(
+            "CREATE EXTERNAL TABLE m STORED AS ZARR LOCATION '{location}' OPTIONS ('path' \
+             'names')"
+        ),
+    )
+    .await
+    .unwrap();
+    let tip = history(&location, "main", "").await[0].0.clone();
+    let e = run(&ctx, "INSERT INTO m (names) VALUES ('zzz')")
+        .await
+        .unwrap_err();
+    assert!(e.contains("holds k along the same dimension index"), "{e}");
+    assert_eq!(history(&location, "main", "").await[0].0, tip);
 }

@@ -504,3 +504,151 @@ async fn chunks_larger_than_a_reader_takes_are_refused() {
         assert!(!store.exists());
     }
 }
+
+/// A column named `c` is written as an array `c` (its chunks `c/c/0` in V3, `c/0` in V2) and
+/// reads back; only names that collide with metadata, paths and the names Zarr reserves are
+/// refused. (zarr-python and xarray read the same stores: `python/tests/test_write.py`.)
+#[tokio::test]
+async fn a_column_named_c_is_written_and_only_colliding_names_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (format, chunk) in [("3", "c/c/0"), ("2", "c/0")] {
+        let store = dir.path().join(format!("c{format}.zarr"));
+        copy(&format!(
+            "COPY (SELECT v AS c, 'n' || CAST(v AS VARCHAR) AS name FROM generate_series(0, 9) \
+             t(v)) TO '{}' STORED AS ZARR OPTIONS ('zarr_format' '{format}')",
+            store.display()
+        ))
+        .await
+        .unwrap();
+        assert!(store.join(chunk).is_file(), "V{format}: no chunk {chunk}");
+        let got = query(
+            &context(),
+            &format!(
+                "SELECT c, name FROM read_zarr('{}') ORDER BY c",
+                store.display()
+            ),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            to_json(column(&got, "c").as_ref()),
+            (0..10).map(|v| json!(v)).collect::<Vec<_>>()
+        );
+        assert_eq!(to_json(column(&got, "name").as_ref())[9], json!("n9"));
+        let array = query(
+            &context(),
+            &format!(
+                "SELECT sum(c) AS s FROM read_zarr('{}', 'c')",
+                store.display()
+            ),
+        )
+        .await
+        .unwrap();
+        assert_eq!(to_json(column(&array, "s").as_ref()), [json!(45)]);
+    }
+    let store = dir.path().join("refused.zarr");
+    for name in [
+        "zarr.json",
+        ".zarray",
+        ".zattrs",
+        ".zgroup",
+        ".zmetadata",
+        "..",
+        "__x",
+    ] {
+        let sql = format!(
+            "COPY (SELECT 1 AS \"{name}\") TO '{}' STORED AS ZARR",
+            store.display()
+        );
+        let e = copy(&sql).await.unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("column '{name}' cannot name a Zarr array")),
+            "{name}: {e}"
+        );
+        assert!(!store.exists(), "{name}: a store was written");
+    }
+}
+
+/// `INSERT INTO` the table of one array appends to it when no other array of its group runs
+/// along its dimension (the group's consolidated metadata grows too), and is refused, naming
+/// the other arrays and the group to register, when one does.
+#[tokio::test]
+async fn insert_into_an_arrays_table_appends_or_names_the_group_to_register() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = context();
+    let alone = dir.path().join("alone.zarr");
+    copy(&format!(
+        "COPY (SELECT 'a' AS names) TO '{}' STORED AS ZARR OPTIONS ('string_length' '8')",
+        alone.display()
+    ))
+    .await
+    .unwrap();
+    query(
+        &ctx,
+        &format!(
+            "CREATE EXTERNAL TABLE n STORED AS ZARR LOCATION '{}' OPTIONS ('path' 'names')",
+            alone.display()
+        ),
+    )
+    .await
+    .unwrap();
+    let appended = query(&ctx, "INSERT INTO n (names) VALUES ('zzz'), ('é')")
+        .await
+        .unwrap();
+    assert_eq!(to_json(column(&appended, "count").as_ref()), [json!(2)]);
+    let want = [json!("a"), json!("zzz"), json!("é")];
+    let fresh = format!("read_zarr('{}')", alone.display());
+    for table in ["n", fresh.as_str()] {
+        let got = query(&ctx, &format!("SELECT names FROM {table} ORDER BY index"))
+            .await
+            .unwrap();
+        assert_eq!(to_json(column(&got, "names").as_ref()), want, "{table}");
+    }
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(alone.join("zarr.json")).unwrap()).unwrap();
+    assert_eq!(
+        doc["consolidated_metadata"]["metadata"]["names"]["shape"],
+        json!([3])
+    );
+
+    let beside = dir.path().join("beside.zarr");
+    copy(&format!(
+        "COPY (SELECT 'a' AS names, 1 AS k) TO '{}' STORED AS ZARR OPTIONS ('string_length' '8')",
+        beside.display()
+    ))
+    .await
+    .unwrap();
+    query(
+        &ctx,
+        &format!(
+            "CREATE EXTERNAL TABLE m STORED AS ZARR LOCATION '{}' OPTIONS ('path' 'names')",
+            beside.display()
+        ),
+    )
+    .await
+    .unwrap();
+    let sorted = |dir: &std::path::Path| {
+        let mut files = walk(dir);
+        files.sort();
+        files
+    };
+    let before = sorted(&beside);
+    let e = query(&ctx, "INSERT INTO m (names) VALUES ('zzz')")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("/beside.zarr/names alone"), "{e}");
+    assert!(
+        e.contains("the store root") && e.contains("holds k along the same dimension index"),
+        "{e}"
+    );
+    assert!(e.contains("without the option path"), "{e}");
+    assert!(!e.contains("from ,") && !e.contains("from ."), "{e}");
+    assert_eq!(
+        sorted(&beside),
+        before,
+        "the refused insert changed the store"
+    );
+    let got = query(&ctx, "SELECT count(*) AS c FROM m").await.unwrap();
+    assert_eq!(to_json(column(&got, "c").as_ref()), [json!(1)]);
+}

@@ -1,6 +1,6 @@
 //! `INSERT INTO t SELECT …` on a table of a 1-D group (written by us, or by xarray along its
-//! first dimension): the rows are appended along the dimension, as `xarray.to_zarr(append_dim=…)`
-//! does. Each array keeps its data type, codecs, chunks and CF encoding (times are encoded in
+//! first dimension), or of a 1-D array that no other array of its group shares a dimension
+//! with: the rows are appended along the dimension, as `xarray.to_zarr(append_dim=…)` does. Each array keeps its data type, codecs, chunks and CF encoding (times are encoded in
 //! the array's own `units`, exactly, or refused). New chunks are written first; the chunk the
 //! old rows end in is rewritten with its old elements kept (readers of the old shape read the
 //! same values); the grown shapes go last: each array's metadata, then the group's
@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::cf::encode::{EncodeError, encode};
 use crate::cf::{CfDecoding, CfKind};
 use crate::error::{Result, ZarrError};
-use crate::node::{ArrayNode, ElementKind};
+use crate::node::{ArrayNode, ElementKind, Node, open_node};
 use crate::table::{ColumnSource, TableModel};
 use crate::write::chunk::{ChunkEncoder, Pipeline};
 use crate::write::column::{ColumnSpec, NullRule, Storage, Utf32Width};
@@ -40,9 +40,12 @@ pub(in crate::write) struct AppendColumn {
 }
 
 /// The columns to append, or why the table cannot be appended to.
-pub(in crate::write) fn plan(model: &TableModel) -> Result<Vec<AppendColumn>> {
+pub(in crate::write) async fn plan(model: &TableModel) -> Result<Vec<AppendColumn>> {
     let refuse =
         |why: String| ZarrError::Option(format!("cannot INSERT INTO {}: {why}", model.display));
+    if let Node::Array(array) = &model.node {
+        check_alone_along_its_dimension(model, array).await?;
+    }
     if model.shape.len() != 1 {
         return Err(refuse(format!(
             "appends go along one dimension; this table has {} ({:?})",
@@ -68,16 +71,75 @@ pub(in crate::write) fn plan(model: &TableModel) -> Result<Vec<AppendColumn>> {
                 )));
             }
         };
-        let parent = array.path.rsplit_once('/').map_or("", |(p, _)| p);
-        if parent.trim_matches('/') != model.path.trim_matches('/') {
+        // A group table grows its own arrays; an array's table, the array.
+        let grown = match &model.node {
+            Node::Array(_) => array.path.trim_matches('/') == model.path.trim_matches('/'),
+            Node::Group(_) => parent_path(&array.path) == model.path.trim_matches('/'),
+        };
+        if !grown {
             return Err(refuse(format!(
                 "column {} is inherited from {}, which this append does not grow",
-                column.name, parent
+                column.name,
+                shown_group(model, parent_path(&array.path))
             )));
         }
         columns.push(append_column(position, array, model)?);
     }
     Ok(columns)
+}
+
+/// The path of the group holding the node at `path` (`""` for the store root).
+fn parent_path(path: &str) -> &str {
+    let path = path.trim_matches('/');
+    path.rsplit_once('/').map_or("", |(parent, _)| parent)
+}
+
+/// The group at `path` of `model`'s store as a message names it.
+fn shown_group(model: &TableModel, path: &str) -> String {
+    match path {
+        "" => format!("the store root ({})", model.store.display_location()),
+        path => format!("group {path}"),
+    }
+}
+
+/// An array's table grows the array alone: refused when another array of its group runs along
+/// the same dimension (appending would leave it behind), naming it and the group to register.
+async fn check_alone_along_its_dimension(model: &TableModel, array: &ArrayNode) -> Result<()> {
+    let group_path = parent_path(&array.path);
+    let Ok(Node::Group(group)) = open_node(&model.store, group_path, &model.limits, None).await
+    else {
+        // An array at the store root, or in no readable group: nothing beside it.
+        return Ok(());
+    };
+    let dimension = array.dimension_names.first().cloned().flatten();
+    let along: Vec<&str> = (group.arrays.iter())
+        .filter(|other| other.name != array.name)
+        .filter(
+            |other| match (&dimension, other.dimension_names.as_slice()) {
+                (Some(name), [Some(theirs), ..]) => theirs == name,
+                (None, [None]) => other.shape == array.shape,
+                _ => false,
+            },
+        )
+        .map(|other| other.name.as_str())
+        .collect();
+    if along.is_empty() {
+        return Ok(());
+    }
+    let dimension =
+        dimension.map_or_else(|| "its dimension".to_string(), |d| format!("dimension {d}"));
+    let path = match group_path {
+        "" => "without the option path".to_string(),
+        path => format!("with OPTIONS ('path' '{path}')"),
+    };
+    Err(ZarrError::Option(format!(
+        "cannot INSERT INTO {} alone: {} holds {} along the same {dimension}, which this \
+         append would leave behind; register the group ({}, {path}) to append to all of them",
+        model.display,
+        shown_group(model, group_path),
+        along.join(", "),
+        model.store.display_location(),
+    )))
 }
 
 fn append_column(
@@ -443,7 +505,11 @@ async fn grow_metadata(
             }
         }
     }
-    let group = model.path.trim_matches('/');
+    // The group holding the arrays: the table's, or the group of the array whose table it is.
+    let group = match &model.node {
+        Node::Array(array) => parent_path(&array.path),
+        Node::Group(_) => model.path.trim_matches('/'),
+    };
     let prefix = if group.is_empty() {
         String::new()
     } else {
