@@ -15,7 +15,10 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, SendableRecordBatc
 
 use super::ZarrTable;
 use crate::options::ZarrOptions;
+use crate::session_options::ZarrSessionOptions;
+use crate::staging::{Shown, StoreLock};
 use crate::table::TableModel;
+use crate::write::WriteOptions;
 
 /// Appends an `INSERT INTO`'s rows to a Zarr table's store, reopening the table first (its
 /// metadata as it is now) and after (so the session reads the grown table).
@@ -53,6 +56,31 @@ impl AppendSink {
     pub(crate) fn on_branch(mut self, branch: Option<String>) -> Self {
         self.branch = branch;
         self
+    }
+
+    /// The lock of a local store (`None` for another kind), waiting up to the session's
+    /// `zarr.lock_timeout` (30 s by default) for another writer.
+    async fn lock(&self, context: &TaskContext) -> Result<Option<StoreLock>> {
+        let Ok(url) = url::Url::parse(&self.url) else {
+            return Ok(None);
+        };
+        let Ok(path) = url
+            .to_file_path()
+            .map_err(drop)
+            .and_then(|p| (url.scheme() == "file").then_some(p).ok_or(()))
+        else {
+            return Ok(None);
+        };
+        let session = ZarrSessionOptions::from_config(context.session_config().options())?;
+        let options = WriteOptions::from_pairs(
+            session
+                .write_pairs()
+                .into_iter()
+                .filter(|(key, _)| *key == "lock_timeout"),
+        )?;
+        let timeout = std::time::Duration::from_secs(options.lock_timeout);
+        let shown = Shown::new(self.shown.clone(), &Default::default());
+        Ok(Some(StoreLock::acquire(&path, timeout, &shown).await?))
     }
 
     /// Checks that `table` still has the columns the rows were planned for.
@@ -154,6 +182,9 @@ impl DataSink for AppendSink {
         if self.options.snapshot.is_some() {
             return self.append_to_repository(data, &runtime).await;
         }
+        // One writer at a time on a local store: the table is read again under the lock, so
+        // rows another writer appended meanwhile are kept, and these go after them.
+        let _lock = self.lock(context).await?;
         let table = ZarrTable::open(&runtime, &self.url, self.options.clone()).await?;
         self.check_schema(&table)?;
         let rows = crate::write::append(table.model(), data).await?;

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{Shown, Stage, hidden_name, object_path, orphans};
+use super::{Shown, Stage, StoreLock, hidden_name, object_path, orphans};
 use crate::error::{Result, ZarrError};
 
 /// A temporary directory beside `target`, removed on drop unless [`AtomicDirectory::commit`]
@@ -114,6 +114,8 @@ pub(crate) struct LocalStage {
     /// `None` once committed.
     directory: Option<AtomicDirectory>,
     shown: Shown,
+    /// The store's lock, held until the stage is dropped (after its commit).
+    _lock: StoreLock,
     /// Files being written on the blocking pool: a cancelled write waits for them before its
     /// directory is removed (else they would make it again).
     in_flight: Arc<AtomicUsize>,
@@ -136,11 +138,12 @@ impl Drop for InFlight {
 }
 
 impl LocalStage {
-    /// Prepares to write the store `target`, creating its parent directory if needed; removes
-    /// what killed writes to it left.
-    pub(crate) fn new(target: &Path) -> Result<Self> {
+    /// Prepares to write the store `target` under its `lock`, creating its parent directory if
+    /// needed; removes what killed writes to it left.
+    pub(crate) fn new(target: &Path, lock: StoreLock) -> Result<Self> {
         Ok(Self {
             directory: Some(AtomicDirectory::new(target)?),
+            _lock: lock,
             shown: Shown::new(target.display().to_string(), &Default::default()),
             in_flight: Arc::default(),
         })

@@ -6,10 +6,12 @@
 //! Icechunk session (`icechunk/stage.rs`: one commit). [`AtomicTarget`] stages one file (a
 //! Parquet export). Every temporary beside a target is named `.{name}.{pid}-{nanos}.{what}`
 //! ([`hidden_name`]); one whose process is gone (killed: no drop ran) is an orphan
-//! ([`orphans`]) that the next write to the same target removes.
+//! ([`orphans`]) that the next write to the same target removes. A local store has one
+//! writer at a time ([`StoreLock`]).
 
 mod directory;
 mod file;
+mod lock;
 mod objects;
 
 use std::path::{Path, PathBuf};
@@ -22,6 +24,7 @@ use crate::error::{Result, ZarrError};
 use crate::object_stores::{StorageOptions, redact_text};
 pub(crate) use directory::LocalStage;
 pub use file::AtomicTarget;
+pub(crate) use lock::StoreLock;
 pub(crate) use objects::{METADATA_KEYS, ObjectStage, Placement, is_store};
 
 /// Where one write's objects go until it commits. Keys are paths below the store's root

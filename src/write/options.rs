@@ -144,6 +144,11 @@ declare_options! {
             parse trimmed,
             values "text, default `COPY by datafusion-zarr`",
             meaning "Icechunk repositories: the commit's message";
+        /// How long a write waits for another writer of the same local store to finish.
+        lock_timeout: u64 = 30,
+            parse seconds,
+            values "seconds, default 30",
+            meaning "how long a write waits for another writer of the same local store (`0`: fail at once, naming the holder)";
         /// The largest N-D grid, in cells.
         max_cells: u64 = 1_000_000_000,
             parse positive,
@@ -310,6 +315,13 @@ fn names(key: &str, value: &str) -> Result<Vec<String>> {
 
 fn positives(key: &str, value: &str) -> Result<Vec<u64>> {
     list(value.trim()).map(|n| positive(key, n)).collect()
+}
+
+fn seconds(key: &str, value: &str) -> Result<u64> {
+    match value.trim().parse::<u64>() {
+        Ok(n) if n <= 86_400 => Ok(n),
+        _ => Err(bad(key, value, "a number of seconds from 0 to 86400")),
+    }
 }
 
 fn some_positive(key: &str, value: &str) -> Result<Option<u64>> {

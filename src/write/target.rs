@@ -13,7 +13,9 @@ use object_store::path::Path;
 
 use super::options::{WriteMode, WriteOptions, ZarrVersion};
 use crate::error::{Result, ZarrError};
-use crate::staging::{LocalStage, METADATA_KEYS, ObjectStage, Placement, Shown, Stage, is_store};
+use crate::staging::{
+    LocalStage, METADATA_KEYS, ObjectStage, Placement, Shown, Stage, StoreLock, is_store,
+};
 use crate::store::ZarrStore;
 
 /// The objects of one write.
@@ -80,35 +82,31 @@ impl Target {
         options: &WriteOptions,
     ) -> Result<Self> {
         let shown = Shown::new(path.display().to_string(), &options.storage);
-        if path.is_dir() {
-            let is_store = METADATA_KEYS.iter().any(|k| path.join(k).is_file());
-            let empty = std::fs::read_dir(path)
-                .map(|mut entries| entries.next().is_none())
-                .unwrap_or(false);
-            if !is_store && !empty {
-                // Not a store: perhaps an Icechunk repository.
-                let store = ZarrStore::open(runtime, location, &options.storage)?;
-                if let Some(target) = Self::in_a_repository_at(&store, options, &shown).await? {
-                    return Ok(target);
-                }
-            }
-            refuse_repository_options(&shown, options)?;
-            match (is_store, empty, options.mode) {
-                (_, true, _) | (true, _, WriteMode::Overwrite) => {}
-                (true, _, WriteMode::Error) => {
-                    return Err(
-                        shown.error("a Zarr store is there (give mode 'overwrite' to replace it)")
-                    );
-                }
-                (false, false, _) => {
-                    return Err(shown.error(
-                        "a directory that is not a Zarr store is there; it is not replaced",
-                    ));
-                }
+        let (is_store, occupied) = local_contents(path);
+        if occupied && !is_store {
+            // Not a store: perhaps an Icechunk repository, whose commits settle races.
+            let store = ZarrStore::open(runtime, location, &options.storage)?;
+            if let Some(target) = Self::in_a_repository_at(&store, options, &shown).await? {
+                return Ok(target);
             }
         }
         refuse_repository_options(&shown, options)?;
-        Ok(Self::with(LocalStage::new(path)?, shown))
+        // One writer at a time, from before the target is looked at to after the commit.
+        let timeout = std::time::Duration::from_secs(options.lock_timeout);
+        let lock = StoreLock::acquire(path, timeout, &shown).await?;
+        match (local_contents(path), options.mode) {
+            ((_, false), _) | ((true, _), WriteMode::Overwrite) => {}
+            ((true, _), WriteMode::Error) => {
+                return Err(
+                    shown.error("a Zarr store is there (give mode 'overwrite' to replace it)")
+                );
+            }
+            ((false, true), _) => {
+                return Err(shown
+                    .error("a directory that is not a Zarr store is there; it is not replaced"));
+            }
+        }
+        Ok(Self::with(LocalStage::new(path, lock)?, shown))
     }
 
     /// A write into the Icechunk repository at `store`, or `None` if none is there.
@@ -208,6 +206,19 @@ impl Target {
     pub(crate) async fn abort(mut self) {
         self.stage.abort().await;
     }
+}
+
+/// Whether the local directory `path` holds a Zarr node's metadata, and whether it holds
+/// anything (a path that is no directory holds nothing).
+fn local_contents(path: &std::path::Path) -> (bool, bool) {
+    if !path.is_dir() {
+        return (false, false);
+    }
+    let is_store = METADATA_KEYS.iter().any(|k| path.join(k).is_file());
+    let empty = std::fs::read_dir(path)
+        .map(|mut entries| entries.next().is_none())
+        .unwrap_or(false);
+    (is_store, !empty)
 }
 
 /// Whether any object is below `root` of `store`.

@@ -652,3 +652,109 @@ async fn insert_into_an_arrays_table_appends_or_names_the_group_to_register() {
     let got = query(&ctx, "SELECT count(*) AS c FROM m").await.unwrap();
     assert_eq!(to_json(column(&got, "c").as_ref()), [json!(1)]);
 }
+
+/// Two INSERTs into one local store at once, each from its own session: the second waits for
+/// the first (one writer at a time, `.{name}.lock` beside the store) and appends after its
+/// rows, so every row of both is there, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_inserts_keep_every_row_of_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("shared.zarr");
+    copy(&format!(
+        "COPY (SELECT v AS k FROM generate_series(0, 999) t(v)) TO '{}' STORED AS ZARR \
+         OPTIONS ('chunk_rows' '1000')",
+        store.display()
+    ))
+    .await
+    .unwrap();
+    let insert = |from: i64| {
+        let store = store.clone();
+        async move {
+            let ctx = context();
+            query(
+                &ctx,
+                &format!(
+                    "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{}'",
+                    store.display()
+                ),
+            )
+            .await
+            .unwrap();
+            let sql = format!(
+                "INSERT INTO t (k) SELECT v FROM generate_series({from}, {}) t(v)",
+                from + 99_999
+            );
+            query(&ctx, &sql).await.map(|_| ())
+        }
+    };
+    let (a, b) = tokio::join!(insert(1_000), insert(101_000));
+    a.unwrap();
+    b.unwrap();
+    let got = query(
+        &context(),
+        &format!(
+            "SELECT count(*) AS c, sum(k) AS s, count(DISTINCT k) AS d FROM read_zarr('{}')",
+            store.display()
+        ),
+    )
+    .await
+    .unwrap();
+    let n: i64 = 201_000;
+    assert_eq!(to_json(column(&got, "c").as_ref()), [json!(n)]);
+    assert_eq!(to_json(column(&got, "d").as_ref()), [json!(n)]);
+    assert_eq!(
+        to_json(column(&got, "s").as_ref()),
+        [json!(n * (n - 1) / 2)]
+    );
+    assert!(
+        !dir.path().join(".shared.zarr.lock").exists(),
+        "the lock file stayed"
+    );
+}
+
+/// A write that finds the store locked waits `lock_timeout` seconds, then fails naming the
+/// holder, and writes nothing.
+#[tokio::test]
+async fn a_held_lock_fails_a_write_after_lock_timeout_naming_the_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("held.zarr");
+    copy(&format!(
+        "COPY (SELECT 1 AS k) TO '{}' STORED AS ZARR",
+        store.display()
+    ))
+    .await
+    .unwrap();
+    let lock = dir.path().join(".held.zarr.lock");
+    std::fs::write(
+        &lock,
+        "process 4242 on elsewhere since 2026-12-07T10:00:00Z",
+    )
+    .unwrap();
+    let held = std::fs::File::open(&lock).unwrap();
+    held.lock().unwrap();
+    let before = std::fs::read(store.join("k/c/0")).unwrap();
+    let e = copy(&format!(
+        "COPY (SELECT 2 AS k) TO '{}' STORED AS ZARR OPTIONS ('mode' 'overwrite', \
+         'lock_timeout' '0')",
+        store.display()
+    ))
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains(
+            "another writer holds it (process 4242 on elsewhere since 2026-12-07T10:00:00Z)"
+        ),
+        "{e}"
+    );
+    assert!(e.contains("nothing was written"), "{e}");
+    assert_eq!(std::fs::read(store.join("k/c/0")).unwrap(), before);
+    drop(held);
+    copy(&format!(
+        "COPY (SELECT 2 AS k) TO '{}' STORED AS ZARR OPTIONS ('mode' 'overwrite', \
+         'lock_timeout' '0')",
+        store.display()
+    ))
+    .await
+    .unwrap();
+}

@@ -162,8 +162,9 @@ fn ctrl_c_during_a_copy_to_a_new_location_leaves_nothing() {
     assert!(left.is_empty(), "{left:?}");
 }
 
-/// SIGKILL leaves the staging directory (nothing can remove it) and the old store; the next
-/// COPY to the same target removes the orphan and replaces the store.
+/// SIGKILL leaves the staging directory (nothing can remove it), the lock file (which the
+/// system released with the process) and the old store; the next COPY to the same target
+/// takes the lock at once, removes the orphan and replaces the store.
 #[test]
 fn what_a_killed_copy_leaves_the_next_copy_removes() {
     let dir = tempfile::tempdir().unwrap();
@@ -175,8 +176,17 @@ fn what_a_killed_copy_leaves_the_next_copy_removes() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(writing, "the COPY never wrote a chunk");
-    let orphans = staging(dir.path(), "out.zarr");
+    let lock = dir.path().join(".out.zarr.lock");
+    let orphans: Vec<PathBuf> = (staging(dir.path(), "out.zarr").into_iter())
+        .filter(|p| *p != lock)
+        .collect();
     assert_eq!(orphans.len(), 1, "{orphans:?}");
+    if let Ok(file) = std::fs::File::open(&lock) {
+        assert!(
+            file.try_lock().is_ok(),
+            "the killed writer's lock is still held"
+        );
+    }
     assert_eq!(snapshot(&store), before, "the old store changed");
 
     let o = zarr_sql(&[

@@ -1,0 +1,134 @@
+//! One writer at a time per local store ([`StoreLock`]): an exclusive OS lock (`flock`) on a
+//! file beside the store, `.{name}.lock`, held for the whole of a COPY over an existing store
+//! and of an INSERT. Beside the store, not in it: readers (ours, zarr-python, xarray) never
+//! list it, and an overwrite that moves the store's directory does not move the lock with it.
+//! The OS releases the lock when its holder exits, killed or not, so a lock is never waited on
+//! for a writer that is gone.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::Shown;
+use crate::error::Result;
+
+/// How often a waiting writer tries the lock again.
+const RETRY: Duration = Duration::from_millis(20);
+
+/// The lock of one local store, released (and its file removed) on drop.
+#[derive(Debug)]
+pub(crate) struct StoreLock {
+    file: Option<File>,
+    path: PathBuf,
+}
+
+impl StoreLock {
+    /// Takes the lock of the store at `store` (a directory that may not exist yet), waiting up
+    /// to `timeout` for another writer to finish; after that, an error of `shown` naming the
+    /// holder.
+    pub(crate) async fn acquire(store: &Path, timeout: Duration, shown: &Shown) -> Result<Self> {
+        let path = lock_path(store, shown)?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(|e| {
+                    shown.error(format!("cannot open the lock {}: {e}", path.display()))
+                })?;
+            match file.try_lock() {
+                // The holder removes the file as it lets go: a lock on a removed file is none.
+                Ok(()) if same_file(&file, &path) => {
+                    let mut lock = Self {
+                        file: Some(file),
+                        path,
+                    };
+                    lock.write_holder();
+                    return Ok(lock);
+                }
+                Ok(()) => continue,
+                Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    drop(file);
+                    tokio::time::sleep(RETRY).await;
+                }
+                Err(TryLockError::WouldBlock) => {
+                    return Err(shown.error(format!(
+                        "another writer holds it ({}) and did not finish within the \
+                         lock_timeout of {} s; nothing was written",
+                        holder(&path),
+                        timeout.as_secs_f64()
+                    )));
+                }
+                Err(TryLockError::Error(e)) => {
+                    return Err(shown.error(format!("cannot lock {}: {e}", path.display())));
+                }
+            }
+        }
+    }
+
+    /// Writes who holds the lock, for a writer that waits in vain to name.
+    fn write_holder(&mut self) {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "this host".into());
+        let since = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ");
+        let text = format!("process {} on {host} since {since}", std::process::id());
+        if let Some(file) = &mut self.file {
+            let _ = file
+                .set_len(0)
+                .and_then(|()| file.write_all(text.as_bytes()));
+        }
+    }
+}
+
+impl Drop for StoreLock {
+    fn drop(&mut self) {
+        // Removed while held, then released: a waiter that opened it finds it gone and opens
+        // the next one.
+        let _ = std::fs::remove_file(&self.path);
+        self.file = None;
+    }
+}
+
+/// `.{name}.lock` beside the store `store`.
+fn lock_path(store: &Path, shown: &Shown) -> Result<PathBuf> {
+    let name = (store.file_name())
+        .ok_or_else(|| shown.error("not a directory name"))?
+        .to_string_lossy()
+        .to_string();
+    let dir = match store.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| shown.error(format!("{}: {e}", dir.display())))?;
+    Ok(dir.join(format!(".{name}.lock")))
+}
+
+/// What the lock file says of its holder.
+fn holder(path: &Path) -> String {
+    let mut text = String::new();
+    let read = File::open(path).and_then(|f| f.take(256).read_to_string(&mut text));
+    match read {
+        Ok(_) if !text.trim().is_empty() => text.trim().to_string(),
+        _ => format!("the lock {}", path.display()),
+    }
+}
+
+/// Whether `file` is the file at `path` now.
+#[cfg(unix)]
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file(_file: &File, path: &Path) -> bool {
+    path.exists()
+}
