@@ -4,11 +4,10 @@
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use object_store::ObjectStoreExt;
 
 use super::commit::RepositoryWrite;
 use crate::error::Result;
-use crate::staging::{Shown, Stage};
+use crate::staging::{Shown, Stage, delete_in_background};
 use crate::store::ZarrStore;
 
 /// The message of a commit that the write options do not name.
@@ -103,17 +102,6 @@ impl Drop for RepositoryStage {
         if self.done {
             return;
         }
-        let made = self.write.made();
-        if made.is_empty() {
-            return;
-        }
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let objects = self.write.objects();
-            handle.spawn(async move {
-                for path in made {
-                    let _ = objects.delete(&path).await;
-                }
-            });
-        }
+        delete_in_background(self.write.objects(), self.write.made());
     }
 }

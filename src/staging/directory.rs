@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{Shown, Stage, StoreLock, hidden_name, object_path, orphans};
+use super::{Shown, Stage, StoreLock, beside_local, hidden_name, object_path, orphans};
 use crate::error::{Result, ZarrError};
 
 /// A temporary directory beside `target`, removed on drop unless [`AtomicDirectory::commit`]
@@ -30,15 +30,7 @@ impl AtomicDirectory {
             target: target.display().to_string(),
             message,
         };
-        let name = (target.file_name())
-            .ok_or_else(|| error("not a directory name".into()))?
-            .to_string_lossy()
-            .to_string();
-        let dir = match target.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        std::fs::create_dir_all(&dir).map_err(|e| error(format!("{}: {e}", dir.display())))?;
+        let (dir, name) = beside_local(target, error)?;
         if target.is_file() {
             return Err(error("it is a file, not a store".into()));
         }

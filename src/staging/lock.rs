@@ -10,7 +10,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::Shown;
+use super::{Shown, beside_local};
 use crate::error::Result;
 
 /// How often a waiting writer tries the lock again.
@@ -96,15 +96,7 @@ impl Drop for StoreLock {
 
 /// `.{name}.lock` beside the store `store`.
 fn lock_path(store: &Path, shown: &Shown) -> Result<PathBuf> {
-    let name = (store.file_name())
-        .ok_or_else(|| shown.error("not a directory name"))?
-        .to_string_lossy()
-        .to_string();
-    let dir = match store.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&dir).map_err(|e| shown.error(format!("{}: {e}", dir.display())))?;
+    let (dir, name) = beside_local(store, |message| shown.error(message))?;
     Ok(dir.join(format!(".{name}.lock")))
 }
 

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 use bytes::Bytes;
 use object_store::path::{Path as ObjectPath, PathPart};
+use object_store::{ObjectStore, ObjectStoreExt};
 
 use crate::error::{Result, ZarrError};
 use crate::object_stores::{StorageOptions, redact_text};
@@ -91,6 +92,39 @@ pub(crate) fn object_path(root: &ObjectPath, key: &str, shown: &Shown) -> Result
         path = path.join(part);
     }
     Ok(path)
+}
+
+/// The directory holding the local target `target` (created if missing) and the target's
+/// name in it: where its temporaries and its lock go. `error` makes the error of a failure.
+pub(crate) fn beside_local(
+    target: &Path,
+    error: impl Fn(String) -> ZarrError,
+) -> Result<(PathBuf, String)> {
+    let name = (target.file_name())
+        .ok_or_else(|| error("not a directory name".into()))?
+        .to_string_lossy()
+        .to_string();
+    let dir = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| error(format!("{}: {e}", dir.display())))?;
+    Ok((dir, name))
+}
+
+/// Removes `paths` of `store` in the background, best effort: what a write dropped unfinished
+/// (cancelled) wrote.
+pub(crate) fn delete_in_background(store: std::sync::Arc<dyn ObjectStore>, paths: Vec<ObjectPath>) {
+    if paths.is_empty() {
+        return;
+    }
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        handle.spawn(async move {
+            for path in paths {
+                let _ = store.delete(&path).await;
+            }
+        });
+    }
 }
 
 /// The hidden name of a temporary of this process beside the target `name`:

@@ -13,7 +13,7 @@ use futures::TryStreamExt;
 use object_store::path::{Path, PathPart};
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
-use super::{Shown, Stage, hidden_name, object_path};
+use super::{Shown, Stage, delete_in_background, hidden_name, object_path};
 use crate::error::Result;
 
 /// The metadata keys of a Zarr node (written last, removed first).
@@ -231,18 +231,7 @@ impl Drop for ObjectStage {
         if self.done {
             return;
         }
-        let written = self.take_written();
-        if written.is_empty() {
-            return;
-        }
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let store = self.store.clone();
-            handle.spawn(async move {
-                for path in written {
-                    let _ = store.delete(&path).await;
-                }
-            });
-        }
+        delete_in_background(self.store.clone(), self.take_written());
     }
 }
 
