@@ -16,7 +16,7 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, SendableRecordBatc
 use super::ZarrTable;
 use crate::options::ZarrOptions;
 use crate::session_options::ZarrSessionOptions;
-use crate::staging::{Shown, StoreLock};
+use crate::staging::{Shown, WriterLock};
 use crate::table::TableModel;
 use crate::write::WriteOptions;
 
@@ -58,29 +58,23 @@ impl AppendSink {
         self
     }
 
-    /// The lock of a local store (`None` for another kind), waiting up to the session's
-    /// `zarr.lock_timeout` (30 s by default) for another writer.
-    async fn lock(&self, context: &TaskContext) -> Result<Option<StoreLock>> {
-        let Ok(url) = url::Url::parse(&self.url) else {
-            return Ok(None);
-        };
-        let Ok(path) = url
-            .to_file_path()
-            .map_err(drop)
-            .and_then(|p| (url.scheme() == "file").then_some(p).ok_or(()))
-        else {
-            return Ok(None);
-        };
+    /// The lock of the store (an OS lock on a local store, a lease on an object store),
+    /// waiting up to the session's `zarr.lock_timeout` (30 s by default) for another writer.
+    async fn lock(&self, context: &TaskContext) -> Result<WriterLock> {
         let session = ZarrSessionOptions::from_config(context.session_config().options())?;
         let options = WriteOptions::from_pairs(
             session
                 .write_pairs()
                 .into_iter()
-                .filter(|(key, _)| *key == "lock_timeout"),
+                .filter(|(key, _)| ["lock_timeout", "lease_ttl"].contains(key)),
         )?;
-        let timeout = std::time::Duration::from_secs(options.lock_timeout);
-        let shown = Shown::new(self.shown.clone(), &Default::default());
-        Ok(Some(StoreLock::acquire(&path, timeout, &shown).await?))
+        let store = crate::store::ZarrStore::open(
+            &context.runtime_env(),
+            &self.url,
+            &self.options.storage,
+        )?;
+        let shown = Shown::new(self.shown.clone(), &self.options.storage);
+        Ok(WriterLock::acquire(&store, options.lock_times(), &shown).await?)
     }
 
     /// Checks that `table` still has the columns the rows were planned for.
@@ -182,12 +176,13 @@ impl DataSink for AppendSink {
         if self.options.snapshot.is_some() {
             return self.append_to_repository(data, &runtime).await;
         }
-        // One writer at a time on a local store: the table is read again under the lock, so
-        // rows another writer appended meanwhile are kept, and these go after them.
-        let _lock = self.lock(context).await?;
+        // One writer at a time: the table is read again under the lock, so rows another
+        // writer appended meanwhile are kept, and these go after them. The append releases
+        // the lock after its commit.
+        let lock = self.lock(context).await?;
         let table = ZarrTable::open(&runtime, &self.url, self.options.clone()).await?;
         self.check_schema(&table)?;
-        let rows = crate::write::append(table.model(), data).await?;
+        let rows = crate::write::append(table.model(), data, lock).await?;
         let grown = ZarrTable::open(&runtime, &self.url, self.options.clone()).await?;
         if let Ok(mut slot) = self.grown.lock() {
             *slot = Some(grown.model().clone());

@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{Shown, Stage, StoreLock, beside_local, hidden_name, object_path, orphans};
+use super::{
+    Shown, Stage, StoreLock, beside_local, hidden_name, object_path, recover_killed_writes,
+};
 use crate::error::{Result, ZarrError};
 
 /// A temporary directory beside `target`, removed on drop unless [`AtomicDirectory::commit`]
@@ -34,7 +36,7 @@ impl AtomicDirectory {
         if target.is_file() {
             return Err(error("it is a file, not a store".into()));
         }
-        remove_orphans(&dir, &name);
+        recover_killed_writes(&dir, &name);
         let temp = dir.join(hidden_name(&name, "tmp"));
         std::fs::create_dir(&temp).map_err(|e| error(format!("{}: {e}", temp.display())))?;
         Ok(Self {
@@ -49,17 +51,35 @@ impl AtomicDirectory {
         &self.temp
     }
 
-    /// Moves the finished store into place; an existing store at the target is replaced.
+    /// Moves the finished store into place; an existing store at the target is replaced: on
+    /// Linux by exchanging the two directories in one step (`renameat2(RENAME_EXCHANGE)`), so
+    /// there is no moment without a store; elsewhere the old one is renamed aside first, and put
+    /// back by the next writer if this one is killed before the new one is in place.
     fn commit(mut self) -> Result<()> {
         let error = |what: &str, e: std::io::Error| ZarrError::Write {
             target: self.target.display().to_string(),
             message: format!("cannot {what}: {e}"),
         };
-        let old = self.temp.with_extension("old");
         let replacing = self.target.exists();
+        super::pause_point("overwrite:staged");
+        if replacing {
+            match exchange(&self.temp, &self.target) {
+                Ok(()) => {
+                    // The hidden directory now holds the old store.
+                    self.committed = true;
+                    super::pause_point("overwrite:exchanged");
+                    let _ = std::fs::remove_dir_all(&self.temp);
+                    return Ok(());
+                }
+                Err(e) if exchange_unsupported(&e) => {}
+                Err(e) => return Err(error("exchange the new store with the old one", e)),
+            }
+        }
+        let old = self.temp.with_extension("old");
         if replacing {
             std::fs::rename(&self.target, &old)
                 .map_err(|e| error("move the old store aside", e))?;
+            super::pause_point("overwrite:aside");
         }
         if let Err(e) = std::fs::rename(&self.temp, &self.target) {
             // Put the old store back: nothing is lost.
@@ -76,25 +96,29 @@ impl AtomicDirectory {
     }
 }
 
+/// Exchanges the directories `a` and `b` in one step.
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE).map_err(std::io::Error::from)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn exchange(_a: &Path, _b: &Path) -> std::io::Result<()> {
+    Err(std::io::ErrorKind::Unsupported.into())
+}
+
+/// Whether `e` says the OS or file system cannot exchange two directories (then they are
+/// renamed one after the other).
+fn exchange_unsupported(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::Unsupported
+        || matches!(e.raw_os_error(), Some(code) if code == 22 || code == 38 || code == 95)
+}
+
 impl Drop for AtomicDirectory {
     fn drop(&mut self) {
         if !self.committed {
             let _ = std::fs::remove_dir_all(&self.temp);
-        }
-    }
-}
-
-/// Removes the hidden `.{name}.{pid}-{n}.tmp` (and `.old`) directories of earlier writes to
-/// `name` in `dir` whose process is gone (killed before it could clean up). Best effort.
-fn remove_orphans(dir: &Path, name: &str) {
-    for (path, after) in orphans(dir, name) {
-        let ours = [".tmp", ".old"].iter().any(|ext| {
-            after
-                .strip_suffix(ext)
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-        });
-        if ours {
-            let _ = std::fs::remove_dir_all(path);
         }
     }
 }

@@ -10,8 +10,77 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{Shown, beside_local};
+use super::{Lease, Shown, beside_local};
 use crate::error::Result;
+use crate::store::ZarrStore;
+
+/// How long a write waits for another writer, and how long its lease on an object store
+/// lasts unless renewed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LockTimes {
+    /// How long a write waits for another writer (`0`: not at all).
+    pub(crate) timeout: Duration,
+    /// How long a lease lasts unless renewed (a killed writer's blocks others this long).
+    pub(crate) lease_ttl: Duration,
+}
+
+/// What keeps a store to one writer at a time, held from before a write looks at the store
+/// to after its commit: an OS lock on a local store, a lease on an object store.
+#[derive(Debug)]
+pub(crate) enum WriterLock {
+    /// A local directory's [`StoreLock`].
+    Local(StoreLock),
+    /// An object store's [`Lease`].
+    Lease(Lease),
+}
+
+impl WriterLock {
+    /// Takes the lock of `store`, waiting as `times` say.
+    pub(crate) async fn acquire(
+        store: &ZarrStore,
+        times: LockTimes,
+        shown: &Shown,
+    ) -> Result<Self> {
+        let url = store.url();
+        match url.scheme() {
+            "file" => {
+                let path = url
+                    .to_file_path()
+                    .map_err(|()| shown.error("not a local path"))?;
+                Ok(Self::Local(
+                    StoreLock::acquire(&path, times.timeout, shown).await?,
+                ))
+            }
+            "http" | "https" => Err(shown.error(
+                "HTTP stores are read-only: write to a local path, s3://, gs:// or az:// instead",
+            )),
+            _ => {
+                let (objects, root) = store.parts();
+                let lease =
+                    Lease::acquire(objects.clone(), root, times.timeout, times.lease_ttl, shown)
+                        .await?;
+                Ok(Self::Lease(lease))
+            }
+        }
+    }
+
+    /// An error if the lock is no longer certainly held (an object store's lease that could
+    /// not be renewed): the write stops and does not commit.
+    pub(crate) fn check(&self) -> Result<()> {
+        match self {
+            Self::Local(_) => Ok(()),
+            Self::Lease(lease) => lease.check(),
+        }
+    }
+
+    /// Lets go of the lock.
+    pub(crate) async fn release(self) {
+        match self {
+            Self::Local(lock) => drop(lock),
+            Self::Lease(lease) => lease.release().await,
+        }
+    }
+}
 
 /// How often a waiting writer tries the lock again.
 const RETRY: Duration = Duration::from_millis(20);
@@ -48,6 +117,9 @@ impl StoreLock {
                         path,
                     };
                     lock.write_holder();
+                    // What a killed writer left is the holder's to put right first.
+                    let (dir, name) = beside_local(store, |message| shown.error(message))?;
+                    super::recover_killed_writes(&dir, &name);
                     return Ok(lock);
                 }
                 Ok(()) => continue,
@@ -72,11 +144,7 @@ impl StoreLock {
 
     /// Writes who holds the lock, for a writer that waits in vain to name.
     fn write_holder(&mut self) {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_string())
-            .unwrap_or_else(|_| "this host".into());
-        let since = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ");
-        let text = format!("process {} on {host} since {since}", std::process::id());
+        let text = super::holder_text();
         if let Some(file) = &mut self.file {
             let _ = file
                 .set_len(0)

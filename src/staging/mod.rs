@@ -11,6 +11,7 @@
 
 mod directory;
 mod file;
+mod lease;
 mod lock;
 mod objects;
 
@@ -25,7 +26,8 @@ use crate::error::{Result, ZarrError};
 use crate::object_stores::{StorageOptions, redact_text};
 pub(crate) use directory::LocalStage;
 pub use file::AtomicTarget;
-pub(crate) use lock::StoreLock;
+pub(crate) use lease::Lease;
+pub(crate) use lock::{LockTimes, StoreLock, WriterLock};
 pub(crate) use objects::{METADATA_KEYS, ObjectStage, Placement, is_store};
 
 /// Where one write's objects go until it commits. Keys are paths below the store's root
@@ -127,6 +129,25 @@ pub(crate) fn delete_in_background(store: std::sync::Arc<dyn ObjectStore>, paths
     }
 }
 
+/// A step of a write where a test may stop the process: with `DATAFUSION_ZARR_PAUSE_AT` set
+/// to `step`, the process says `paused at {step}` on standard error and sleeps (up to a
+/// minute) so that the test can kill it there. Costs one environment lookup otherwise.
+pub(crate) fn pause_point(step: &str) {
+    if std::env::var("DATAFUSION_ZARR_PAUSE_AT").is_ok_and(|at| at == step) {
+        eprintln!("paused at {step}");
+        std::thread::sleep(std::time::Duration::from_secs(60));
+    }
+}
+
+/// Who this writer is, as a lock or lease names its holder: "process P on HOST since T".
+pub(crate) fn holder_text() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "this host".into());
+    let since = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ");
+    format!("process {} on {host} since {since}", std::process::id())
+}
+
 /// The hidden name of a temporary of this process beside the target `name`:
 /// `.{name}.{pid}-{nanos}.{what}`.
 pub(crate) fn hidden_name(name: &str, what: &str) -> String {
@@ -158,6 +179,30 @@ pub(crate) fn orphans(dir: &Path, name: &str) -> Vec<(PathBuf, String)> {
         }
     }
     found
+}
+
+/// Removes the hidden `.{name}.{pid}-{n}.tmp` (and `.old`) directories of earlier writes to
+/// `name` in `dir` whose process is gone (killed before it could clean up); an `.old` is the
+/// only copy of the store when the target is missing (its writer was killed between its two
+/// renames) and is put back instead. Best effort; run by the lock's holder.
+pub(crate) fn recover_killed_writes(dir: &Path, name: &str) {
+    let target = dir.join(name);
+    for (path, after) in orphans(dir, name) {
+        let kind = [".tmp", ".old"].into_iter().find(|ext| {
+            after
+                .strip_suffix(ext)
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        });
+        match kind {
+            Some(".old") if !target.exists() => {
+                let _ = std::fs::rename(&path, &target);
+            }
+            Some(_) => {
+                let _ = std::fs::remove_dir_all(path);
+            }
+            None => {}
+        }
+    }
 }
 
 /// Whether no process `pid` runs (on Linux, by `/proc`; elsewhere none is assumed gone).

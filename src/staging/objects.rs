@@ -4,16 +4,16 @@
 //! only when complete; an append writes in place, its new chunks first and the grown metadata
 //! last.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::path::{Path, PathPart};
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutPayload, UpdateVersion};
 
-use super::{Shown, Stage, delete_in_background, hidden_name, object_path};
+use super::{Shown, Stage, WriterLock, delete_in_background, hidden_name, object_path};
 use crate::error::Result;
 
 /// The metadata keys of a Zarr node (written last, removed first).
@@ -44,16 +44,22 @@ pub(crate) struct ObjectStage {
     shown: Shown,
     /// The objects written so far (to remove if the write fails).
     written: Mutex<Vec<Path>>,
+    /// The versions of the metadata documents read: an append rewrites them only if they are
+    /// still what it read (where the store can tell).
+    read_versions: Mutex<HashMap<Path, UpdateVersion>>,
+    /// The store's one-writer lock, released after the commit or abort.
+    lock: Option<WriterLock>,
     done: bool,
 }
 
 impl ObjectStage {
-    /// A stage writing the store at `root` of `store` as `placement` says.
+    /// A stage writing the store at `root` of `store` as `placement` says, under `lock`.
     pub(crate) fn new(
         store: Arc<dyn ObjectStore>,
         root: Path,
         placement: Placement,
         shown: Shown,
+        lock: Option<WriterLock>,
     ) -> Self {
         let root = match &placement {
             Placement::Beside { target } => beside(target, "tmp"),
@@ -65,7 +71,21 @@ impl ObjectStage {
             placement,
             shown,
             written: Mutex::new(Vec::new()),
+            read_versions: Mutex::default(),
+            lock,
             done: false,
+        }
+    }
+
+    /// An error if this write no longer holds the store's lock.
+    fn check_lock(&self) -> Result<()> {
+        self.lock.as_ref().map_or(Ok(()), WriterLock::check)
+    }
+
+    /// Lets go of the store's lock.
+    async fn release(&mut self) {
+        if let Some(lock) = self.lock.take() {
+            lock.release().await;
         }
     }
 
@@ -79,10 +99,12 @@ impl ObjectStage {
     /// last the old objects the new store does not have. If that fails midway, the old store
     /// is copied back; if even that fails, the error names where it is kept.
     async fn copy_over(&self, target: &Path) -> Result<()> {
+        let lease = super::lease::lease_path(target);
         let old: Vec<Path> = self
             .store
             .list(Some(target))
             .map_ok(|meta| meta.location)
+            .try_filter(|path| std::future::ready(*path != lease))
             .try_collect()
             .await
             .map_err(|e| self.shown.error(e.to_string()))?;
@@ -167,6 +189,7 @@ impl ObjectStage {
 #[async_trait]
 impl Stage for ObjectStage {
     async fn put(&self, key: &str, bytes: Bytes) -> Result<()> {
+        self.check_lock()?;
         let path = object_path(&self.root, key, &self.shown)?;
         // Noted first: a put cut short may still have written it.
         if let Ok(mut written) = self.written.lock() {
@@ -180,39 +203,77 @@ impl Stage for ObjectStage {
     }
 
     async fn replace(&self, key: &str, bytes: Bytes) -> Result<()> {
-        self.store
-            .put(
-                &object_path(&self.root, key, &self.shown)?,
-                PutPayload::from_bytes(bytes),
-            )
-            .await
-            .map_err(|e| self.shown.error(format!("{key}: {e}")))?;
+        self.check_lock()?;
+        let path = object_path(&self.root, key, &self.shown)?;
+        let read = self
+            .read_versions
+            .lock()
+            .ok()
+            .and_then(|v| v.get(&path).cloned());
+        let payload = PutPayload::from_bytes(bytes);
+        let put = match read {
+            Some(version) => {
+                let result = (self.store)
+                    .put_opts(&path, payload.clone(), PutMode::Update(version).into())
+                    .await;
+                match result {
+                    // A store that cannot put conditionally (local files, whose lock is the
+                    // OS's): as it is.
+                    Err(object_store::Error::NotImplemented { .. }) => {
+                        self.store.put(&path, payload).await
+                    }
+                    Err(object_store::Error::Precondition { .. }) => {
+                        return Err(self.shown.error(format!(
+                            "{key}: another writer changed it while this write ran; nothing of \
+                             this write is kept"
+                        )));
+                    }
+                    other => other,
+                }
+            }
+            None => self.store.put(&path, payload).await,
+        };
+        put.map_err(|e| self.shown.error(format!("{key}: {e}")))?;
         Ok(())
     }
 
     async fn get(&self, key: &str) -> Result<Option<Bytes>> {
-        match self
-            .store
-            .get(&object_path(&self.root, key, &self.shown)?)
-            .await
-        {
-            Ok(result) => Ok(Some(
-                result
-                    .bytes()
-                    .await
-                    .map_err(|e| self.shown.error(format!("{key}: {e}")))?,
-            )),
+        let path = object_path(&self.root, key, &self.shown)?;
+        match self.store.get(&path).await {
+            Ok(result) => {
+                let is_metadata = path
+                    .filename()
+                    .is_some_and(|name| METADATA_KEYS.contains(&name));
+                if is_metadata && let Ok(mut versions) = self.read_versions.lock() {
+                    let version = UpdateVersion {
+                        e_tag: result.meta.e_tag.clone(),
+                        version: result.meta.version.clone(),
+                    };
+                    if version.e_tag.is_some() || version.version.is_some() {
+                        versions.insert(path.clone(), version);
+                    }
+                }
+                Ok(Some(
+                    result
+                        .bytes()
+                        .await
+                        .map_err(|e| self.shown.error(format!("{key}: {e}")))?,
+                ))
+            }
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.shown.error(format!("{key}: {e}"))),
         }
     }
 
     async fn commit(&mut self) -> Result<()> {
+        // On failure the staged objects are removed by the abort that follows.
+        self.check_lock()?;
         if let Placement::Beside { target } = &self.placement {
-            // On failure the staged objects are removed by the abort that follows.
+            super::pause_point("overwrite:staged");
             self.copy_over(target).await?;
         }
         self.done = true;
+        self.release().await;
         Ok(())
     }
 
@@ -221,6 +282,7 @@ impl Stage for ObjectStage {
         for path in self.take_written() {
             let _ = self.store.delete(&path).await;
         }
+        self.release().await;
     }
 }
 

@@ -61,10 +61,14 @@ pub async fn write_zarr_in(
     finish(target, result).await
 }
 
-/// Appends `stream` (rows of `model`'s schema) to `model`'s store in place; returns the rows
-/// appended (`INSERT INTO`).
-pub(crate) async fn append(model: &TableModel, stream: SendableRecordBatchStream) -> Result<u64> {
-    let target = Target::in_place(&model.store, &WriteOptions::default());
+/// Appends `stream` (rows of `model`'s schema) to `model`'s store in place, under the store's
+/// `lock` (released after the commit); returns the rows appended (`INSERT INTO`).
+pub(crate) async fn append(
+    model: &TableModel,
+    stream: SendableRecordBatchStream,
+    lock: crate::staging::WriterLock,
+) -> Result<u64> {
+    let target = Target::in_place(&model.store, &WriteOptions::default(), lock);
     append_through(model, stream, target).await
 }
 

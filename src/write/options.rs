@@ -144,11 +144,16 @@ declare_options! {
             parse trimmed,
             values "text, default `COPY by datafusion-zarr`",
             meaning "Icechunk repositories: the commit's message";
-        /// How long a write waits for another writer of the same local store to finish.
+        /// How long a write waits for another writer of the same store to finish.
         lock_timeout: u64 = 30,
             parse seconds,
             values "seconds, default 30",
-            meaning "how long a write waits for another writer of the same local store (`0`: fail at once, naming the holder)";
+            meaning "how long a write waits for another writer of the same store (`0`: fail at once, naming the holder)";
+        /// How long a writer's lease on an object store lasts unless renewed.
+        lease_ttl: u64 = 20,
+            parse lease_seconds,
+            values "seconds, default 20",
+            meaning "object stores: how long a writer's lease lasts unless renewed (every third of it); a killed writer blocks the next one at most this long";
         /// The largest N-D grid, in cells.
         max_cells: u64 = 1_000_000_000,
             parse positive,
@@ -162,6 +167,14 @@ declare_options! {
 pub const TARGET_CHUNK_BYTES: u64 = 4 << 20;
 
 impl WriteOptions {
+    /// How long this write waits for another writer, and how long its lease lasts.
+    pub(crate) fn lock_times(&self) -> crate::staging::LockTimes {
+        crate::staging::LockTimes {
+            timeout: std::time::Duration::from_secs(self.lock_timeout),
+            lease_ttl: std::time::Duration::from_secs(self.lease_ttl),
+        }
+    }
+
     /// Options from `(key, value)` pairs (keys case-insensitive, with or without DataFusion's
     /// `format.` prefix); an unknown key is an error listing the known ones.
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self> {
@@ -321,6 +334,13 @@ fn seconds(key: &str, value: &str) -> Result<u64> {
     match value.trim().parse::<u64>() {
         Ok(n) if n <= 86_400 => Ok(n),
         _ => Err(bad(key, value, "a number of seconds from 0 to 86400")),
+    }
+}
+
+fn lease_seconds(key: &str, value: &str) -> Result<u64> {
+    match value.trim().parse::<u64>() {
+        Ok(n) if (1..=3600).contains(&n) => Ok(n),
+        _ => Err(bad(key, value, "a number of seconds from 1 to 3600")),
     }
 }
 

@@ -14,7 +14,8 @@ use object_store::path::Path;
 use super::options::{WriteMode, WriteOptions, ZarrVersion};
 use crate::error::{Result, ZarrError};
 use crate::staging::{
-    LocalStage, METADATA_KEYS, ObjectStage, Placement, Shown, Stage, StoreLock, is_store,
+    LocalStage, METADATA_KEYS, ObjectStage, Placement, Shown, Stage, StoreLock, WriterLock,
+    is_store,
 };
 use crate::store::ZarrStore;
 
@@ -44,12 +45,15 @@ impl Target {
                  instead",
             ));
         }
+        // One writer at a time, from before the target is looked at to after the commit.
+        let lock = WriterLock::acquire(&store, options.lock_times(), &shown).await?;
         let (objects, root) = store.parts();
         let exists = is_store(objects.as_ref(), root, &shown).await?;
         let occupied = exists || any_object(objects.as_ref(), root, &shown).await?;
         if !exists && occupied {
-            // Not a store: perhaps an Icechunk repository.
+            // Not a store: perhaps an Icechunk repository, whose commits settle races.
             if let Some(target) = Self::in_a_repository_at(&store, options, &shown).await? {
+                lock.release().await;
                 return Ok(target);
             }
         }
@@ -71,7 +75,13 @@ impl Target {
                 target: root.clone(),
             },
         };
-        let stage = ObjectStage::new(objects.clone(), root.clone(), placement, shown.clone());
+        let stage = ObjectStage::new(
+            objects.clone(),
+            root.clone(),
+            placement,
+            shown.clone(),
+            Some(lock),
+        );
         Ok(Self::with(stage, shown))
     }
 
@@ -135,8 +145,8 @@ impl Target {
         }
     }
 
-    /// An existing store at `store`'s root, to append to.
-    pub(crate) fn in_place(store: &ZarrStore, options: &WriteOptions) -> Self {
+    /// An existing store at `store`'s root, to append to under its `lock`.
+    pub(crate) fn in_place(store: &ZarrStore, options: &WriteOptions, lock: WriterLock) -> Self {
         let (objects, root) = store.parts();
         let shown = Shown::new(store.display_location(), &options.storage);
         let stage = ObjectStage::new(
@@ -144,6 +154,7 @@ impl Target {
             root.clone(),
             Placement::InPlace,
             shown.clone(),
+            Some(lock),
         );
         Self::with(stage, shown)
     }

@@ -490,20 +490,22 @@ async fn grow_metadata(
 ) -> Result<()> {
     for column in columns {
         let path = &column.array.path;
-        match column.array.zarr_format {
-            2 => {
-                let key = format!("{path}/.zarray");
-                let mut document = read_json(target, &key).await?;
-                document["shape"] = Value::from(vec![rows]);
-                replace_json(target, &key, &document).await?;
-            }
-            _ => {
-                let key = format!("{path}/zarr.json");
-                let mut document = read_json(target, &key).await?;
-                document["shape"] = Value::from(vec![rows]);
-                replace_json(target, &key, &document).await?;
-            }
+        let key = match column.array.zarr_format {
+            2 => format!("{path}/.zarray"),
+            _ => format!("{path}/zarr.json"),
+        };
+        let mut document = read_json(target, &key).await?;
+        // The shape this append started from: else another writer grew the array meanwhile
+        // (one that lost its lease), and these rows would overwrite its.
+        if document["shape"] != Value::from(column.array.shape.clone()) {
+            return Err(target.error(format!(
+                "{key}: another writer changed the array while this write ran (its shape is now \
+                 {}, was {:?}); nothing of this write is kept",
+                document["shape"], column.array.shape
+            )));
         }
+        document["shape"] = Value::from(vec![rows]);
+        replace_json(target, &key, &document).await?;
     }
     // The group holding the arrays: the table's, or the group of the array whose table it is.
     let group = match &model.node {

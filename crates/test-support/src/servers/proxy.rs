@@ -241,7 +241,7 @@ async fn serve(mut client: TcpStream, upstream: u16, state: Arc<State>) -> std::
             }
             buffer.extend_from_slice(&chunk[..n]);
         }
-        let body: Vec<u8> = buffer[head_end..head_end + body_len].to_vec();
+        let mut body: Vec<u8> = buffer[head_end..head_end + body_len].to_vec();
         buffer.drain(..head_end + body_len);
 
         let fault =
@@ -290,6 +290,9 @@ async fn serve(mut client: TcpStream, upstream: u16, state: Arc<State>) -> std::
             if let Some((m, t)) = gcs_json_write(&method, &target, &mut headers) {
                 (forward_method, forward_target) = (m, t);
                 gcs_write = true;
+            }
+            if forward_target.contains("uploadType=multipart") {
+                body = multipart_body(&forward_target, &body, &mut headers);
             }
         }
         let mut forward = format!("{forward_method} {forward_target} HTTP/1.0\r\n");
@@ -348,11 +351,18 @@ async fn serve(mut client: TcpStream, upstream: u16, state: Arc<State>) -> std::
         {
             // The JSON API answers with the object resource; the XML API's answer (which
             // object_store reads) has its ETag as a header.
-            let etag = serde_json::from_slice::<serde_json::Value>(response_body)
-                .ok()
-                .and_then(|v| v["etag"].as_str().map(str::to_string))
-                .unwrap_or_else(|| "none".into());
+            let resource = serde_json::from_slice::<serde_json::Value>(response_body).ok();
+            let field = |name: &str| {
+                resource
+                    .as_ref()
+                    .and_then(|v| v[name].as_str().map(str::to_string))
+            };
+            let etag = field("etag").unwrap_or_else(|| "none".into());
             out.push_str(&format!("ETag: \"{etag}\"\r\n"));
+            // And its generation, which object_store's conditional update names.
+            if let Some(generation) = field("generation") {
+                out.push_str(&format!("x-goog-generation: {generation}\r\n"));
+            }
         }
         out.push_str(&format!(
             "Content-Length: {length}\r\nConnection: keep-alive\r\n\r\n"
@@ -386,17 +396,38 @@ fn gcs_json_write(
     let copy_source = headers
         .iter()
         .position(|(k, _)| k.eq_ignore_ascii_case("x-goog-copy-source"));
+    // object_store's conditional puts (PutMode::Create and Update) as the JSON API's
+    // precondition parameter.
+    let condition = headers
+        .iter()
+        .position(|(k, _)| k.eq_ignore_ascii_case("x-goog-if-generation-match"))
+        .map(|i| headers.remove(i).1)
+        .map(|generation| format!("ifGenerationMatch={}", generation.trim()));
+    let with_condition = |target: String| match &condition {
+        Some(c) if target.contains('?') => format!("{target}&{c}"),
+        Some(c) => format!("{target}?{c}"),
+        None => target,
+    };
     match (method, copy_source) {
         ("PUT", Some(i)) => {
             let (_, source) = headers.remove(i);
             let (source_bucket, source_object) = source.split_once('/')?;
             Some((
                 "POST".into(),
-                format!(
+                with_condition(format!(
                     "/storage/v1/b/{source_bucket}/o/{source_object}/copyTo/b/{bucket}/o/{object}"
-                ),
+                )),
             ))
         }
+        // fake-gcs-server answers a media upload's precondition only from v1.53 on (its PR
+        // #2308), a multipart upload's always: a conditional put goes as a multipart upload
+        // (its body wrapped by `multipart_body`).
+        ("PUT", None) if condition.is_some() => Some((
+            "POST".into(),
+            with_condition(format!(
+                "/upload/storage/v1/b/{bucket}/o?uploadType=multipart&name={object}"
+            )),
+        )),
         ("PUT", None) => Some((
             "POST".into(),
             format!("/upload/storage/v1/b/{bucket}/o?uploadType=media&name={object}"),
@@ -407,6 +438,58 @@ fn gcs_json_write(
         )),
         _ => None,
     }
+}
+
+/// The body of a JSON-API multipart upload of `data` to the object `name=` of `target`, with
+/// its headers' content type and length set.
+fn multipart_body(target: &str, data: &[u8], headers: &mut Vec<(String, String)>) -> Vec<u8> {
+    const BOUNDARY: &str = "zarr-test-support-boundary";
+    let encoded = target
+        .split(['?', '&'])
+        .find_map(|p| p.strip_prefix("name="))
+        .unwrap_or_default();
+    let name = percent_decode(encoded);
+    let metadata = serde_json::json!({ "name": name }).to_string();
+    let mut body = format!(
+        "--{BOUNDARY}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n{metadata}\r\n\
+         --{BOUNDARY}\r\nContent-Type: application/octet-stream\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(data);
+    body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
+    headers.retain(|(k, _)| {
+        !k.eq_ignore_ascii_case("content-type") && !k.eq_ignore_ascii_case("content-length")
+    });
+    headers.push((
+        "Content-Type".into(),
+        format!("multipart/related; boundary={BOUNDARY}"),
+    ));
+    headers.push(("Content-Length".into(), body.len().to_string()));
+    body
+}
+
+/// `text` with its `%XX` escapes decoded.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).to_string()
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {

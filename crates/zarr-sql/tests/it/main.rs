@@ -8,6 +8,7 @@ mod common;
 mod convert;
 mod docs;
 mod export;
+mod many_writers;
 mod remote;
 mod session_options;
 mod write_interrupt;
