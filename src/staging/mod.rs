@@ -28,7 +28,9 @@ pub(crate) use directory::LocalStage;
 pub use file::AtomicTarget;
 pub(crate) use lease::Lease;
 pub(crate) use lock::{LockTimes, StoreLock, WriterLock};
-pub(crate) use objects::{METADATA_KEYS, ObjectStage, Placement, is_store};
+pub(crate) use objects::{
+    METADATA_KEYS, ObjectStage, Placement, is_store, recover_killed_overwrites,
+};
 
 /// Where one write's objects go until it commits. Keys are paths below the store's root
 /// (`zarr.json`, `names/c/0`). A stage dropped before [`Stage::commit`] or [`Stage::abort`]

@@ -100,14 +100,7 @@ impl ObjectStage {
     /// is copied back; if even that fails, the error names where it is kept.
     async fn copy_over(&self, target: &Path) -> Result<()> {
         let lease = super::lease::lease_path(target);
-        let old: Vec<Path> = self
-            .store
-            .list(Some(target))
-            .map_ok(|meta| meta.location)
-            .try_filter(|path| std::future::ready(*path != lease))
-            .try_collect()
-            .await
-            .map_err(|e| self.shown.error(e.to_string()))?;
+        let old = list(self.store.as_ref(), target, Some(&lease), &self.shown).await?;
         let moves = ordered_moves(&self.written(), &self.root, target);
         let aside = beside(target, "old");
         let kept = ordered_moves(&old, target, &aside);
@@ -121,9 +114,16 @@ impl ObjectStage {
                 )));
             }
         }
+        // The copy aside is whole: from here until it is removed, it is the store to put back
+        // if this writer is killed (`recover_killed_overwrites`).
+        let marker = aside.clone().join(SWAPPING);
+        (self.store.put(&marker, PutPayload::default()).await)
+            .map_err(|e| self.shown.error(format!("{marker}: {e}")))?;
         let restore: Vec<(Path, Path)> = kept.iter().map(|(a, b)| (b.clone(), a.clone())).collect();
         match self.swap_in(target, &old, &moves).await {
             Ok(()) => {
+                // The marker first: a copy aside without it is never put back.
+                let _ = self.store.delete(&marker).await;
                 for (_, copy) in &kept {
                     let _ = self.store.delete(copy).await;
                 }
@@ -138,6 +138,7 @@ impl ObjectStage {
                     for (_, new) in moves.iter().filter(|(_, to)| !old.contains(to)) {
                         let _ = self.store.delete(new).await;
                     }
+                    let _ = self.store.delete(&marker).await;
                     for (_, copy) in &kept {
                         let _ = self.store.delete(copy).await;
                     }
@@ -157,24 +158,7 @@ impl ObjectStage {
     /// deepest node up), after removing its root metadata; then removes the objects of `old`
     /// that no move wrote.
     async fn swap_in(&self, target: &Path, old: &[Path], moves: &[(Path, Path)]) -> Result<()> {
-        for key in METADATA_KEYS {
-            let path = target.clone().join(key);
-            match self.store.delete(&path).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(self.shown.error(format!("{key}: {e}"))),
-            }
-        }
-        for (from, to) in moves {
-            self.store
-                .copy(from, to)
-                .await
-                .map_err(|e| self.shown.error(format!("{to}: {e}")))?;
-        }
-        let written: HashSet<&Path> = moves.iter().map(|m| &m.1).collect();
-        for path in old.iter().filter(|p| !written.contains(p)) {
-            let _ = self.store.delete(path).await;
-        }
-        Ok(())
+        swap_in(self.store.as_ref(), &self.shown, target, old, moves).await
     }
 
     /// The objects written, taken (they are removed once).
@@ -295,6 +279,109 @@ impl Drop for ObjectStage {
         }
         delete_in_background(self.store.clone(), self.take_written());
     }
+}
+
+/// The marker in an overwrite's copy of the old store (`.{name}.{pid}-{n}.old/`) while the
+/// target is being replaced: that copy is then the only whole old store.
+const SWAPPING: &str = ".swapping";
+
+/// Replaces the store at `target` by copying `moves` (chunks first, metadata from the deepest
+/// node up), after removing its root metadata; then removes the objects of `old` that no move
+/// wrote.
+async fn swap_in(
+    store: &dyn ObjectStore,
+    shown: &Shown,
+    target: &Path,
+    old: &[Path],
+    moves: &[(Path, Path)],
+) -> Result<()> {
+    for key in METADATA_KEYS {
+        let path = target.clone().join(key);
+        match store.delete(&path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(shown.error(format!("{key}: {e}"))),
+        }
+    }
+    super::pause_point("overwrite:swapping");
+    for (from, to) in moves {
+        (store.copy(from, to).await).map_err(|e| shown.error(format!("{to}: {e}")))?;
+    }
+    let written: HashSet<&Path> = moves.iter().map(|m| &m.1).collect();
+    for path in old.iter().filter(|p| !written.contains(p)) {
+        let _ = store.delete(path).await;
+    }
+    Ok(())
+}
+
+/// Puts right what overwrites of the store at `target` that were killed (or lost their lease)
+/// left beside it; run by the holder of the store's lease, so every such prefix is an orphan.
+/// A copy of the old store marked as being swapped in is copied back over the target (the
+/// target may hold half of each); other hidden prefixes (`.tmp` staging, `.old` copies not
+/// marked) are removed. Costs one listing of the target's parent.
+pub(crate) async fn recover_killed_overwrites(
+    store: &dyn ObjectStore,
+    target: &Path,
+    shown: &Shown,
+) -> Result<()> {
+    let Some(name) = target.filename() else {
+        return Ok(());
+    };
+    let prefix = format!(".{name}.");
+    let parts: Vec<_> = target.parts().collect();
+    let parent = Path::from_iter(parts.iter().take(parts.len().saturating_sub(1)).cloned());
+    let listing = store
+        .list_with_delimiter(Some(&parent))
+        .await
+        .map_err(|e| shown.error(format!("cannot list {parent}: {e}")))?;
+    let lease = super::lease::lease_path(target);
+    for hidden in listing.common_prefixes {
+        let Some(kind) = hidden
+            .filename()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|rest| [".old", ".tmp"].into_iter().find(|k| rest.ends_with(k)))
+        else {
+            continue;
+        };
+        let objects = list(store, &hidden, None, shown).await?;
+        let marker = hidden.clone().join(SWAPPING);
+        if kind == ".old" && objects.contains(&marker) {
+            let old: Vec<Path> = objects.iter().filter(|p| **p != marker).cloned().collect();
+            let now = list(store, target, Some(&lease), shown).await?;
+            let moves = ordered_moves(&old, &hidden, target);
+            swap_in(store, shown, target, &now, &moves)
+                .await
+                .map_err(|e| {
+                    shown.error(format!(
+                        "a killed overwrite left it half replaced, and putting back the old store \
+                     kept whole at {hidden} failed: {e}"
+                    ))
+                })?;
+            store
+                .delete(&marker)
+                .await
+                .map_err(|e| shown.error(format!("{marker}: {e}")))?;
+        }
+        for path in objects.iter().filter(|p| **p != marker) {
+            let _ = store.delete(path).await;
+        }
+    }
+    Ok(())
+}
+
+/// The objects below `root` of `store`, but `except`.
+async fn list(
+    store: &dyn ObjectStore,
+    root: &Path,
+    except: Option<&Path>,
+    shown: &Shown,
+) -> Result<Vec<Path>> {
+    store
+        .list(Some(root))
+        .map_ok(|meta| meta.location)
+        .try_filter(|path| std::future::ready(Some(path) != except))
+        .try_collect()
+        .await
+        .map_err(|e| shown.error(format!("cannot list {root}: {e}")))
 }
 
 /// Whether a Zarr node's metadata is at `root` of `store`.

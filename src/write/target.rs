@@ -15,7 +15,7 @@ use super::options::{WriteMode, WriteOptions, ZarrVersion};
 use crate::error::{Result, ZarrError};
 use crate::staging::{
     LocalStage, METADATA_KEYS, ObjectStage, Placement, Shown, Stage, StoreLock, WriterLock,
-    is_store,
+    is_store, recover_killed_overwrites,
 };
 use crate::store::ZarrStore;
 
@@ -48,8 +48,13 @@ impl Target {
         // One writer at a time, from before the target is looked at to after the commit.
         let lock = WriterLock::acquire(&store, options.lock_times(), &shown).await?;
         let (objects, root) = store.parts();
-        let exists = is_store(objects.as_ref(), root, &shown).await?;
+        let mut exists = is_store(objects.as_ref(), root, &shown).await?;
         let occupied = exists || any_object(objects.as_ref(), root, &shown).await?;
+        if occupied && (!exists || options.mode == WriteMode::Overwrite) {
+            // An overwrite killed midway leaves a target that is no store, or half of two.
+            recover_killed_overwrites(objects.as_ref(), root, &shown).await?;
+            exists = is_store(objects.as_ref(), root, &shown).await?;
+        }
         if !exists && occupied {
             // Not a store: perhaps an Icechunk repository, whose commits settle races.
             if let Some(target) = Self::in_a_repository_at(&store, options, &shown).await? {

@@ -935,3 +935,62 @@ async fn copy_to_http_is_an_error_saying_http_is_read_only() {
             .exists()
     );
 }
+
+/// The lease of a write on S3 costs two requests: its conditional create and its removal. A
+/// one-row INSERT and a COPY to a new store each make exactly those two for `.out.zarr.lock`,
+/// and leave no lease behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writes_lease_costs_two_requests() {
+    let place = Place::new("s3", "lease_requests");
+    let proxy = Proxy::start(place.s.s3);
+    let location = place.location("out.zarr");
+    let ctx = context_writing_in_order(8192);
+    let lease = format!("{}/.out.zarr.lock", place.prefix);
+    let lease_requests = |proxy: &Proxy| -> Vec<String> {
+        proxy
+            .take_log()
+            .into_iter()
+            // object_store removes objects from S3 by DeleteObjects (`POST ?delete`), naming
+            // them in the body; the writes below remove nothing else.
+            .filter(|l| l.target.contains(&lease) || l.target.ends_with("?delete"))
+            .map(|l| format!("{} {}", l.method, l.status))
+            .collect()
+    };
+    run(
+        &ctx,
+        &copy_sql(&rows(3), &location, &proxied_options(&proxy, &[])),
+    )
+    .await
+    .unwrap();
+    assert_eq!(lease_requests(&proxy), ["PUT 200", "POST 200"], "the COPY");
+    run(
+        &ctx,
+        &format!(
+            "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{location}' OPTIONS ({})",
+            proxied_options(&proxy, &[])
+        ),
+    )
+    .await
+    .unwrap();
+    proxy.take_log();
+    run(
+        &ctx,
+        &format!(
+            "INSERT INTO t (name, n, x, t) SELECT * FROM ({}) WHERE n = 3",
+            rows(4)
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        lease_requests(&proxy),
+        ["PUT 200", "POST 200"],
+        "the INSERT"
+    );
+    let got = read_back(&location, &place.storage()).await;
+    assert_eq!(got, expected(&rows(4)).await);
+    assert!(
+        (place.store.head(&lease.as_str().into()).await).is_err(),
+        "the lease stayed"
+    );
+}

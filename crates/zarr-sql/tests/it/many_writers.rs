@@ -397,3 +397,71 @@ fn a_local_overwrite_killed_at_any_step_leaves_a_store() {
         assert!(hidden.is_empty(), "{step}: left {hidden:?}");
     }
 }
+
+/// SIGKILL in the middle of a remote overwrite (the target's metadata removed, the new chunks
+/// being copied over it): the next writer, once the lease has expired, puts the old store
+/// back before anything else (a COPY without `mode 'overwrite'` then finds it and refuses);
+/// an overwrite after that proceeds, and nothing hidden stays beside the store.
+fn a_remote_overwrite_killed_midway(scheme: &str) {
+    let place = Place::new(scheme, "swap.zarr");
+    place.create();
+    let copy = |mode: &str| {
+        format!(
+            "COPY (SELECT 5 AS k, 'x' AS s) TO '{}' STORED AS ZARR OPTIONS ('lease_ttl' '2'{mode}{})",
+            place.location,
+            place.storage_options()
+        )
+    };
+    kill_at(&place, "overwrite:swapping", &copy(", 'mode' 'overwrite'"));
+    let refused = place.run(false, &[&copy("")]);
+    assert!(
+        !refused.status.success(),
+        "{scheme}: the COPY wrote over the store"
+    );
+    assert!(
+        stderr(&refused).contains("a Zarr store is there"),
+        "{scheme}: {}",
+        stderr(&refused)
+    );
+    let [n, _, _, total, _] = place.counts().unwrap();
+    assert_eq!(
+        (n, total),
+        (FIRST, sum_of(0, FIRST)),
+        "{scheme}: the old store put back"
+    );
+    let again = place.run(false, &[&copy(", 'mode' 'overwrite'")]);
+    assert!(again.status.success(), "{scheme}: {}", stderr(&again));
+    assert_eq!(place.counts().unwrap()[0], 1, "{scheme}");
+    let s = servers();
+    let objects = zarr_test_support::servers::object_store_of(scheme, &s).unwrap();
+    let parent = place.location.rsplit_once('/').unwrap().0;
+    let parent = parent
+        .split_once(&format!("{BUCKET}/"))
+        .unwrap()
+        .1
+        .to_string();
+    let hidden = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        use futures::TryStreamExt;
+        let listed: Vec<_> = objects
+            .list(Some(&parent.as_str().into()))
+            .try_collect()
+            .await
+            .unwrap();
+        listed
+            .into_iter()
+            .map(|m| m.location.to_string())
+            .filter(|p| p.contains("/.swap.zarr."))
+            .collect::<Vec<_>>()
+    });
+    assert!(hidden.is_empty(), "{scheme}: left {hidden:?}");
+}
+
+#[test]
+fn an_s3_overwrite_killed_midway_is_put_back_by_the_next_writer() {
+    a_remote_overwrite_killed_midway("s3");
+}
+
+#[test]
+fn an_azure_overwrite_killed_midway_is_put_back_by_the_next_writer() {
+    a_remote_overwrite_killed_midway("az");
+}
