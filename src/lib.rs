@@ -60,6 +60,7 @@ mod scan;
 mod session_options;
 mod staging;
 mod store;
+mod store_version;
 mod table;
 pub mod write;
 

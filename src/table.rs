@@ -8,6 +8,7 @@
 //!   `arrays` option: those of the most dimensions, of one shape, and 1-D arrays along one of
 //!   their named dimensions, repeated along the others as coordinates are.
 
+use crate::store_version::StoreVersion;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -163,6 +164,9 @@ pub(crate) struct TableModel {
     /// A group's arrays that are not in its table, each with why (`time_bnds(time, bnds):
     /// dimension bnds not in the table`): shown in `EXPLAIN` and `inspect`.
     pub left_out: Vec<String>,
+    /// The store's version as the metadata was read (see `store_version`): a scan whose
+    /// store was replaced meanwhile fails instead of mixing two stores. `None`: not checked.
+    pub version: Option<StoreVersion>,
 }
 
 impl TableModel {
@@ -531,6 +535,7 @@ impl TableModel {
             options,
             node,
             left_out: Vec::new(),
+            version: None,
         };
         model.num_rows()?;
         Ok(model)

@@ -136,7 +136,7 @@ ZARR34_PYTHON = ROOT / ".venv-zarr34" / "bin" / "python"
 # Run by icechunk 2.3.0 (which keeps a container URL's port; 1.1.21 drops it): a repository
 # whose array `virt` is 40 bytes of a file nginx serves, in an HTTP virtual chunk container.
 MAKE_HTTP_VIRTUAL = """
-import json, sys
+import json, os, sys
 import icechunk as ic, zarr
 location, prefix, relative = sys.argv[1:4]
 config = ic.RepositoryConfig.default()
@@ -150,6 +150,10 @@ session.store.set_virtual_ref("virt/c/0", prefix + relative, offset=8, length=40
 session.commit("virtual over http")
 again = ic.Repository.open(ic.local_filesystem_storage(location), authorize_virtual_chunk_access=access)
 print(json.dumps(zarr.open_array(again.readonly_session("main").store, path="virt", mode="r")[:].tolist()))
+# icechunk 2.3.0's runtime threads can abort the interpreter as it finalizes (SIGABRT,
+# "PyGILState_Release: thread state ... must be current"): the answer printed, leave at once.
+sys.stdout.flush()
+os._exit(0)
 """
 
 

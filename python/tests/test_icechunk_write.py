@@ -125,7 +125,7 @@ def test_a_commit_while_the_write_runs_is_a_conflict(tmp_path) -> None:
 ZARR34_PYTHON = ROOT / ".venv-zarr34" / "bin" / "python"
 
 READ_WITH_ICECHUNK_2 = """
-import json, sys
+import json, os, sys
 import icechunk, zarr
 repo = icechunk.Repository.open(icechunk.local_filesystem_storage(sys.argv[1]))
 group = zarr.open_group(repo.readonly_session("main").store, mode="r")
@@ -136,6 +136,10 @@ print(json.dumps({
     "arrays": arrays,
     "station_dtype": group["station"].dtype.str,
 }))
+# icechunk 2.3.0's runtime threads can abort the interpreter as it finalizes (SIGABRT,
+# "PyGILState_Release: thread state ... must be current"): the answer printed, leave at once.
+sys.stdout.flush()
+os._exit(0)
 """
 
 

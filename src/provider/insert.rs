@@ -180,8 +180,19 @@ impl DataSink for AppendSink {
         // writer appended meanwhile are kept, and these go after them. The append releases
         // the lock after its commit.
         let lock = self.lock(context).await?;
-        let table = ZarrTable::open(&runtime, &self.url, self.options.clone()).await?;
-        self.check_schema(&table)?;
+        let opened = ZarrTable::open_checked(&runtime, &self.url, self.options.clone(), false)
+            .await
+            .map_err(DataFusionError::from)
+            .and_then(|table| self.check_schema(&table).map(|()| table));
+        let table = match opened {
+            Ok(table) => table,
+            Err(e) => {
+                // Let go of the lock here: a process that ends on this error would not wait
+                // for a lock dropped in the background.
+                lock.release().await;
+                return Err(e);
+            }
+        };
         let rows = crate::write::append(table.model(), data, lock).await?;
         let grown = ZarrTable::open(&runtime, &self.url, self.options.clone()).await?;
         if let Ok(mut slot) = self.grown.lock() {

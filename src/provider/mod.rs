@@ -2,6 +2,8 @@
 
 mod insert;
 
+use crate::store::ZarrStore;
+use crate::store_version::StoreVersion;
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
@@ -65,9 +67,34 @@ impl ZarrTable {
     /// Opens the node `options.path` of the store at `location` (a local directory, or a URL
     /// whose object store is registered in `runtime`).
     pub async fn open(runtime: &RuntimeEnv, location: &str, options: ZarrOptions) -> Result<Self> {
+        Self::open_checked(runtime, location, options, true).await
+    }
+
+    /// [`ZarrTable::open`]; with `checked`, its scans check that the store was not replaced
+    /// since its metadata was read (`store_version`; a writer holding the store's lock needs
+    /// no check).
+    pub(crate) async fn open_checked(
+        runtime: &RuntimeEnv,
+        location: &str,
+        options: ZarrOptions,
+        checked: bool,
+    ) -> Result<Self> {
+        // Taken before the metadata is read. A repository's snapshot never changes.
+        let names_a_snapshot = options.branch.is_some()
+            || options.tag.is_some()
+            || options.snapshot.is_some()
+            || options.as_of.is_some();
+        let version = match checked && !names_a_snapshot {
+            true => {
+                let store = ZarrStore::open(runtime, location, &options.storage)?;
+                Some(StoreVersion::of(&store).await?)
+            }
+            false => None,
+        };
         let (store, options, node) =
             crate::icechunk::open_node_at(runtime, location, options, true).await?;
-        let model = TableModel::new(store, node, options)?;
+        let mut model = TableModel::new(store, node, options)?;
+        model.version = version;
         Ok(Self {
             model: Arc::new(model),
             grown: Arc::default(),

@@ -64,6 +64,8 @@ pub(crate) struct PartitionScan {
     /// Whether each of the last 16 units had rows passing the string filters (bit 0: the
     /// latest): when most did, the other columns are fetched ahead too.
     recent_matches: u16,
+    /// Whether the end of the partition checked the store's version.
+    version_checked: bool,
 }
 
 enum UnitColumn {
@@ -174,6 +176,7 @@ impl PartitionScan {
             pruner,
             prefetcher,
             recent_matches: 0,
+            version_checked: false,
         }
     }
 
@@ -232,10 +235,28 @@ impl PartitionScan {
     /// Fetches and loads the next unit the dynamic filters keep as the current one; `false`
     /// at the end of the partition (or when the limit is reached).
     async fn load_next_unit(&mut self) -> Result<bool> {
+        match self.fetch_next_unit().await {
+            Err(e) if !self.version_checked => Err(self.replaced_or(e).await),
+            done => done,
+        }
+    }
+
+    /// `e`, or the error that the store was replaced since the table's metadata was read
+    /// (a chunk of the new store read with the old metadata may fail to decode).
+    async fn replaced_or(&mut self, e: ZarrError) -> ZarrError {
+        self.version_checked = true;
+        match &self.model.version {
+            Some(version) => version.check(&self.model.store).await.err().unwrap_or(e),
+            None => e,
+        }
+    }
+
+    /// [`PartitionScan::load_next_unit`], errors as they come.
+    async fn fetch_next_unit(&mut self) -> Result<bool> {
         self.current = None;
         loop {
             if self.remaining == Some(0) {
-                return Ok(false);
+                return self.end().await;
             }
             // Units the dynamic filters rule out are skipped before they are fetched, and again
             // when they arrive (the filters may have tightened meanwhile).
@@ -243,7 +264,7 @@ impl PartitionScan {
                 (&self.grid, &mut self.pruner, &self.metrics.chunks_pruned);
             let keep = |id: u64| unit_may_match(pruner, grid, pruned, id);
             let Some(fetched) = self.prefetcher.next(&mut self.units, keep).await else {
-                return Ok(false);
+                return self.end().await;
             };
             let fetched = fetched?;
             self.add_counts(&fetched.counts);
@@ -258,6 +279,18 @@ impl PartitionScan {
                 return Ok(true);
             }
         }
+    }
+
+    /// The end of the partition (`false`), once the store is found still the version the
+    /// table's metadata was read from (else what was read may mix two stores).
+    async fn end(&mut self) -> Result<bool> {
+        if !self.version_checked {
+            self.version_checked = true;
+            if let Some(version) = &self.model.version {
+                version.check(&self.model.store).await?;
+            }
+        }
+        Ok(false)
     }
 
     fn add_counts(&self, counts: &ReadCounts) {

@@ -5,6 +5,12 @@
 //! expired, so a killed writer blocks the next one at most `lease_ttl`. Beside the store, not in
 //! it: readers (ours, zarr-python, xarray) never list it, and an overwrite's copy over the
 //! store leaves it alone. A writer that cannot renew its lease stops before its next object.
+//!
+//! The lease also tells our readers when a store is replaced ([`LeaseState`]): an overwrite
+//! marks it `replacing` before it starts copying over the store, and on release leaves it
+//! behind, expired, with its `epoch` counted up (a store never overwritten has no lease
+//! between writes). A reader that finds it replacing, or its epoch changed since it opened the
+//! store, knows it may have read two stores and says so.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -30,6 +36,37 @@ struct Document {
     holder: String,
     /// When it expires unless renewed, in milliseconds since the Unix epoch.
     expires_unix_ms: i64,
+    /// An overwrite is copying the new store over the old one.
+    #[serde(default)]
+    replacing: bool,
+    /// How many overwrites replaced the store.
+    #[serde(default)]
+    epoch: u64,
+}
+
+/// What a reader learns of a store's lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LeaseState {
+    /// Who holds (or last held) it.
+    pub(crate) holder: String,
+    /// An overwrite is replacing the store (or was killed doing so).
+    pub(crate) replacing: bool,
+    /// How many overwrites replaced the store.
+    pub(crate) epoch: u64,
+}
+
+/// The state of the lease of the store at `root` of `store`; `None` if it has none.
+pub(crate) async fn lease_state(
+    store: &Arc<dyn ObjectStore>,
+    root: &Path,
+) -> object_store::Result<Option<LeaseState>> {
+    Ok(read(store, &lease_path(root))
+        .await?
+        .map(|(d, _)| LeaseState {
+            holder: d.holder,
+            replacing: d.replacing,
+            epoch: d.epoch,
+        }))
 }
 
 /// What the holder knows of its lease.
@@ -41,6 +78,39 @@ struct Held {
     valid_until: Instant,
     /// Why it is not ours any more.
     lost: Option<String>,
+    /// What the lease says of the store.
+    replacing: bool,
+    epoch: u64,
+    /// The store changed under this lease in a way readers must learn (replaced, or put
+    /// back after a killed overwrite): its release counts the epoch up.
+    changed: bool,
+}
+
+impl Held {
+    /// A holder's state before its lease is written.
+    fn new(epoch: u64, replacing: bool) -> Self {
+        Self {
+            version: UpdateVersion {
+                e_tag: None,
+                version: None,
+            },
+            valid_until: Instant::now(),
+            lost: None,
+            replacing,
+            epoch,
+            changed: replacing,
+        }
+    }
+
+    /// The lease document of this holder, expiring `ttl` from now.
+    fn document(&self, ttl: Duration) -> Document {
+        Document {
+            holder: super::holder_text(),
+            expires_unix_ms: now_ms().saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(0)),
+            replacing: self.replacing,
+            epoch: self.epoch,
+        }
+    }
 }
 
 /// The lease of one store on an object store, renewed in the background while held; released
@@ -52,6 +122,7 @@ pub(crate) struct Lease {
     held: Arc<Mutex<Held>>,
     renewer: Option<tokio::task::JoinHandle<()>>,
     shown: Shown,
+    ttl: Duration,
     released: bool,
 }
 
@@ -70,8 +141,9 @@ impl Lease {
         let deadline = Instant::now() + timeout;
         loop {
             let taken = Instant::now();
-            match put(&store, &path, ttl, PutMode::Create).await {
-                Ok(put) => return Ok(Self::held(store, path, put, taken, ttl, shown)),
+            let fresh = Held::new(0, false);
+            match put(&store, &path, &fresh.document(ttl), PutMode::Create).await {
+                Ok(put) => return Ok(Self::held(store, path, fresh, put, taken, ttl, shown)),
                 Err(object_store::Error::AlreadyExists { .. })
                 | Err(object_store::Error::Precondition { .. }) => {}
                 Err(object_store::Error::NotImplemented { .. }) => {
@@ -88,8 +160,13 @@ impl Lease {
             let holder = match read(&store, &path).await {
                 Ok(Some((document, version))) if document.expires_unix_ms < now_ms() => {
                     let taken = Instant::now();
-                    match put(&store, &path, ttl, PutMode::Update(version)).await {
-                        Ok(put) => return Ok(Self::held(store, path, put, taken, ttl, shown)),
+                    // What the lease says of the store stays (a killed overwrite's
+                    // `replacing` until the store is put right).
+                    let next = Held::new(document.epoch, document.replacing);
+                    match put(&store, &path, &next.document(ttl), PutMode::Update(version)).await {
+                        Ok(put) => {
+                            return Ok(Self::held(store, path, next, put, taken, ttl, shown));
+                        }
                         Err(object_store::Error::NotImplemented { .. }) => {
                             // No conditional update here: the expired lease is removed and
                             // created again, still only if absent.
@@ -115,20 +192,19 @@ impl Lease {
         }
     }
 
-    /// The lease just written by `put`, renewed every third of `ttl` from now on.
+    /// The lease `held` just written by `put`, renewed every third of `ttl` from now on.
     fn held(
         store: Arc<dyn ObjectStore>,
         path: Path,
+        mut held: Held,
         put: PutResult,
         taken: Instant,
         ttl: Duration,
         shown: &Shown,
     ) -> Self {
-        let held = Arc::new(Mutex::new(Held {
-            version: version_of(put),
-            valid_until: taken + ttl,
-            lost: None,
-        }));
+        held.version = version_of(put);
+        held.valid_until = taken + ttl;
+        let held = Arc::new(Mutex::new(held));
         let renewer = tokio::spawn(renew(store.clone(), path.clone(), held.clone(), ttl));
         Self {
             store,
@@ -136,8 +212,48 @@ impl Lease {
             held,
             renewer: Some(renewer),
             shown: shown.clone(),
+            ttl,
             released: false,
         }
+    }
+
+    /// Marks the store as being replaced (readers that find it so, or find the epoch changed,
+    /// refuse what they read): before an overwrite starts copying over it.
+    pub(crate) async fn mark_replacing(&self) -> Result<()> {
+        self.check()?;
+        let (document, version) = {
+            let mut held = self.lock_held()?;
+            held.replacing = true;
+            held.changed = true;
+            (held.document(self.ttl), held.version.clone())
+        };
+        let sent = Instant::now();
+        match put(&self.store, &self.path, &document, PutMode::Update(version)).await {
+            Ok(put) => {
+                let mut held = self.lock_held()?;
+                held.version = version_of(put);
+                held.valid_until = sent + self.ttl;
+                Ok(())
+            }
+            Err(e) => Err(self.shown.error(format!(
+                "cannot mark the lease {} as replacing the store ({e}); the store is unchanged",
+                self.path
+            ))),
+        }
+    }
+
+    /// The store is whole again (the new one copied over it, or the old one put back): the
+    /// lease stops saying it is being replaced when released.
+    pub(crate) fn mark_whole(&self) {
+        if let Ok(mut held) = self.held.lock() {
+            held.replacing = false;
+        }
+    }
+
+    fn lock_held(&self) -> Result<std::sync::MutexGuard<'_, Held>> {
+        self.held
+            .lock()
+            .map_err(|_| self.shown.error("the lease's state is poisoned"))
     }
 
     /// An error if the lease is no longer certainly ours: a write stops before its next
@@ -158,20 +274,52 @@ impl Lease {
         )))
     }
 
-    /// Stops renewing and removes the lease (if it is still ours).
+    /// Stops renewing and lets go of the lease (if it is still ours): removed, or, once the
+    /// store has been replaced, left expired with its epoch counted up for readers.
     pub(crate) async fn release(mut self) {
         if let Some(renewer) = self.renewer.take() {
             renewer.abort();
         }
         self.released = true;
         if self.check().is_ok() {
-            let _ = self.store.delete(&self.path).await;
+            let_go(
+                self.store.clone(),
+                self.path.clone(),
+                self.held.clone(),
+                self.ttl,
+            )
+            .await;
         }
     }
 }
 
+/// Lets go of the lease `held` at `path`: removed, or, once the store has changed under it,
+/// left expired with its epoch counted up (and still `replacing` if the store is not whole).
+async fn let_go(store: Arc<dyn ObjectStore>, path: Path, held: Arc<Mutex<Held>>, ttl: Duration) {
+    let Ok(mut held) = held.lock().map(|h| Held {
+        version: h.version.clone(),
+        valid_until: h.valid_until,
+        lost: None,
+        replacing: h.replacing,
+        epoch: h.epoch,
+        changed: h.changed,
+    }) else {
+        return;
+    };
+    if !held.changed && held.epoch == 0 {
+        let _ = store.delete(&path).await;
+        return;
+    }
+    if held.changed {
+        held.epoch = held.epoch.saturating_add(1);
+    }
+    let mut document = held.document(ttl);
+    document.expires_unix_ms = 0;
+    let _ = put(&store, &path, &document, PutMode::Update(held.version)).await;
+}
+
 impl Drop for Lease {
-    /// A lease dropped unreleased (a cancelled write) stops renewing and is removed in the
+    /// A lease dropped unreleased (a cancelled write) stops renewing and is let go in the
     /// background, best effort; else it expires.
     fn drop(&mut self) {
         if let Some(renewer) = self.renewer.take() {
@@ -180,7 +328,10 @@ impl Drop for Lease {
         if self.released || self.check().is_err() {
             return;
         }
-        super::delete_in_background(self.store.clone(), vec![self.path.clone()]);
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let (store, path, held) = (self.store.clone(), self.path.clone(), self.held.clone());
+            handle.spawn(let_go(store, path, held, self.ttl));
+        }
     }
 }
 
@@ -188,14 +339,18 @@ impl Drop for Lease {
 async fn renew(store: Arc<dyn ObjectStore>, path: Path, held: Arc<Mutex<Held>>, ttl: Duration) {
     loop {
         tokio::time::sleep(ttl / 3).await;
-        let Some(version) = held.lock().ok().map(|h| h.version.clone()) else {
+        let Some((document, version)) = held
+            .lock()
+            .ok()
+            .map(|h| (h.document(ttl), h.version.clone()))
+        else {
             return;
         };
         let sent = Instant::now();
         let result = match version.e_tag.is_some() || version.version.is_some() {
-            true => put(&store, &path, ttl, PutMode::Update(version)).await,
+            true => put(&store, &path, &document, PutMode::Update(version)).await,
             // A store that names no version: renewed unconditionally.
-            false => put(&store, &path, ttl, PutMode::Overwrite).await,
+            false => put(&store, &path, &document, PutMode::Overwrite).await,
         };
         let Ok(mut held) = held.lock() else {
             return;
@@ -219,18 +374,14 @@ async fn renew(store: Arc<dyn ObjectStore>, path: Path, held: Arc<Mutex<Held>>, 
     }
 }
 
-/// Writes a lease document expiring `ttl` from now at `path`, as `mode` says.
+/// Writes the lease `document` at `path`, as `mode` says.
 async fn put(
     store: &Arc<dyn ObjectStore>,
     path: &Path,
-    ttl: Duration,
+    document: &Document,
     mode: PutMode,
 ) -> object_store::Result<PutResult> {
-    let document = Document {
-        holder: super::holder_text(),
-        expires_unix_ms: now_ms().saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(0)),
-    };
-    let bytes = serde_json::to_vec(&document).unwrap_or_default();
+    let bytes = serde_json::to_vec(document).unwrap_or_default();
     store
         .put_opts(
             path,
@@ -263,6 +414,8 @@ async fn read(
     let document = document.unwrap_or(Document {
         holder: format!("an unreadable lease of {size} bytes"),
         expires_unix_ms: 0,
+        replacing: false,
+        epoch: 0,
     });
     Ok(Some((document, version)))
 }

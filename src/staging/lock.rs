@@ -73,6 +73,22 @@ impl WriterLock {
         }
     }
 
+    /// Tells readers the store is about to be replaced (an object store's lease says so; a
+    /// local overwrite is one exchange, and readers see the directory change).
+    pub(crate) async fn mark_replacing(&self) -> Result<()> {
+        match self {
+            Self::Local(_) => Ok(()),
+            Self::Lease(lease) => lease.mark_replacing().await,
+        }
+    }
+
+    /// The store is whole again after [`WriterLock::mark_replacing`] or a killed overwrite.
+    pub(crate) fn mark_whole(&self) {
+        if let Self::Lease(lease) = self {
+            lease.mark_whole();
+        }
+    }
+
     /// Lets go of the lock.
     pub(crate) async fn release(self) {
         match self {

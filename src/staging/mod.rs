@@ -26,7 +26,7 @@ use crate::error::{Result, ZarrError};
 use crate::object_stores::{StorageOptions, redact_text};
 pub(crate) use directory::LocalStage;
 pub use file::AtomicTarget;
-pub(crate) use lease::Lease;
+pub(crate) use lease::{Lease, lease_state};
 pub(crate) use lock::{LockTimes, StoreLock, WriterLock};
 pub(crate) use objects::{
     METADATA_KEYS, ObjectStage, Placement, is_store, recover_killed_overwrites,

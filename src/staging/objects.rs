@@ -120,8 +120,13 @@ impl ObjectStage {
         (self.store.put(&marker, PutPayload::default()).await)
             .map_err(|e| self.shown.error(format!("{marker}: {e}")))?;
         let restore: Vec<(Path, Path)> = kept.iter().map(|(a, b)| (b.clone(), a.clone())).collect();
+        if let Some(lock) = &self.lock {
+            lock.mark_replacing().await?;
+        }
+        let whole = || self.lock.as_ref().map(WriterLock::mark_whole);
         match self.swap_in(target, &old, &moves).await {
             Ok(()) => {
+                whole();
                 // The marker first: a copy aside without it is never put back.
                 let _ = self.store.delete(&marker).await;
                 for (_, copy) in &kept {
@@ -134,6 +139,7 @@ impl ObjectStage {
             }
             Err(e) => match self.swap_in(target, &[], &restore).await {
                 Ok(()) => {
+                    whole();
                     let old: HashSet<&Path> = old.iter().collect();
                     for (_, new) in moves.iter().filter(|(_, to)| !old.contains(to)) {
                         let _ = self.store.delete(new).await;
@@ -317,10 +323,12 @@ async fn swap_in(
 /// left beside it; run by the holder of the store's lease, so every such prefix is an orphan.
 /// A copy of the old store marked as being swapped in is copied back over the target (the
 /// target may hold half of each); other hidden prefixes (`.tmp` staging, `.old` copies not
-/// marked) are removed. Costs one listing of the target's parent.
+/// marked) are removed. Costs one listing of the target's parent. Once done, `lock` says the
+/// store is whole.
 pub(crate) async fn recover_killed_overwrites(
     store: &dyn ObjectStore,
     target: &Path,
+    lock: &WriterLock,
     shown: &Shown,
 ) -> Result<()> {
     let Some(name) = target.filename() else {
@@ -365,6 +373,7 @@ pub(crate) async fn recover_killed_overwrites(
             let _ = store.delete(path).await;
         }
     }
+    lock.mark_whole();
     Ok(())
 }
 

@@ -19,6 +19,14 @@ use crate::staging::{
 };
 use crate::store::ZarrStore;
 
+/// What an object store's target holds, for a write.
+enum Found {
+    /// Where the write's objects go.
+    Placement(Placement),
+    /// An Icechunk repository, written by a commit.
+    Repository(Target),
+}
+
 /// The objects of one write.
 #[derive(Debug)]
 pub(crate) struct Target {
@@ -47,47 +55,67 @@ impl Target {
         }
         // One writer at a time, from before the target is looked at to after the commit.
         let lock = WriterLock::acquire(&store, options.lock_times(), &shown).await?;
+        let found = Self::look_under_lock(&store, options, &lock, &shown).await;
         let (objects, root) = store.parts();
-        let mut exists = is_store(objects.as_ref(), root, &shown).await?;
-        let occupied = exists || any_object(objects.as_ref(), root, &shown).await?;
+        match found {
+            Ok(Found::Placement(placement)) => {
+                let stage = ObjectStage::new(
+                    objects.clone(),
+                    root.clone(),
+                    placement,
+                    shown.clone(),
+                    Some(lock),
+                );
+                Ok(Self::with(stage, shown))
+            }
+            Ok(Found::Repository(target)) => {
+                lock.release().await;
+                Ok(target)
+            }
+            Err(e) => {
+                lock.release().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// What is at an object store's target, looked at under its `lock`: where the write goes,
+    /// or the Icechunk repository there. What an overwrite killed midway left is put right
+    /// first.
+    async fn look_under_lock(
+        store: &ZarrStore,
+        options: &WriteOptions,
+        lock: &WriterLock,
+        shown: &Shown,
+    ) -> Result<Found> {
+        let (objects, root) = store.parts();
+        let mut exists = is_store(objects.as_ref(), root, shown).await?;
+        let occupied = exists || any_object(objects.as_ref(), root, shown).await?;
         if occupied && (!exists || options.mode == WriteMode::Overwrite) {
             // An overwrite killed midway leaves a target that is no store, or half of two.
-            recover_killed_overwrites(objects.as_ref(), root, &shown).await?;
-            exists = is_store(objects.as_ref(), root, &shown).await?;
+            recover_killed_overwrites(objects.as_ref(), root, lock, shown).await?;
+            exists = is_store(objects.as_ref(), root, shown).await?;
         }
         if !exists && occupied {
             // Not a store: perhaps an Icechunk repository, whose commits settle races.
-            if let Some(target) = Self::in_a_repository_at(&store, options, &shown).await? {
-                lock.release().await;
-                return Ok(target);
+            if let Some(target) = Self::in_a_repository_at(store, options, shown).await? {
+                return Ok(Found::Repository(target));
             }
         }
-        refuse_repository_options(&shown, options)?;
-        let placement = match (exists, occupied, options.mode) {
-            (_, false, _) => Placement::Direct,
-            (false, true, _) => {
-                return Err(shown.error(
-                    "objects that are not a Zarr store are there; they are not replaced (a \
-                     write that was killed leaves chunks without metadata: remove them)",
-                ));
-            }
+        refuse_repository_options(shown, options)?;
+        match (exists, occupied, options.mode) {
+            (_, false, _) => Ok(Found::Placement(Placement::Direct)),
+            (false, true, _) => Err(shown.error(
+                "objects that are not a Zarr store are there; they are not replaced (a write \
+                 that was killed leaves chunks without metadata: remove them)",
+            )),
             (true, _, WriteMode::Error) => {
-                return Err(
-                    shown.error("a Zarr store is there (give mode 'overwrite' to replace it)")
-                );
+                Err(shown.error("a Zarr store is there (give mode 'overwrite' to replace it)"))
             }
-            (true, _, WriteMode::Overwrite) => Placement::Beside {
+            (true, _, WriteMode::Overwrite) => Ok(Found::Placement(Placement::Beside {
                 target: root.clone(),
-            },
-        };
-        let stage = ObjectStage::new(
-            objects.clone(),
-            root.clone(),
-            placement,
-            shown.clone(),
-            Some(lock),
-        );
-        Ok(Self::with(stage, shown))
+            })),
+        }
     }
 
     async fn create_local(

@@ -450,10 +450,26 @@ fn a_remote_overwrite_killed_midway(scheme: &str) {
         listed
             .into_iter()
             .map(|m| m.location.to_string())
-            .filter(|p| p.contains("/.swap.zarr."))
+            .filter(|p| p.contains("/.swap.zarr.") && !p.ends_with("/.swap.zarr.lock"))
             .collect::<Vec<_>>()
     });
     assert!(hidden.is_empty(), "{scheme}: left {hidden:?}");
+    // The lease stays, expired, counting the two overwrites (the killed one's, put back, and
+    // the last), for readers to tell a replaced store.
+    let lease = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        use object_store::ObjectStoreExt;
+        let path = format!("{parent}/.swap.zarr.lock");
+        objects
+            .get(&path.as_str().into())
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap()
+    });
+    let lease: serde_json::Value = serde_json::from_slice(&lease).unwrap();
+    assert_eq!(lease["epoch"], 2, "{scheme}: {lease}");
+    assert_eq!(lease["replacing"], false, "{scheme}: {lease}");
 }
 
 #[test]
@@ -464,4 +480,119 @@ fn an_s3_overwrite_killed_midway_is_put_back_by_the_next_writer() {
 #[test]
 fn an_azure_overwrite_killed_midway_is_put_back_by_the_next_writer() {
     a_remote_overwrite_killed_midway("az");
+}
+
+/// What a read during overwrites may give: store A's rows, store B's, or the documented error
+/// that the store was (being) replaced; never A's shape with B's chunks.
+fn assert_whole_or_refused(
+    read: Result<[i64; 5], String>,
+    a: (i64, i64),
+    b: (i64, i64),
+    what: &str,
+) -> bool {
+    match read {
+        Ok([n, _, _, total, _]) => {
+            assert!(
+                (n, total) == a || (n, total) == b,
+                "{what}: a read of {n} rows summing to {total}, neither store"
+            );
+            true
+        }
+        Err(e) => {
+            assert!(
+                e.contains("replaced the store while it was read")
+                    || e.contains("it is being replaced by another writer"),
+                "{what}: a read failed otherwise: {e}"
+            );
+            false
+        }
+    }
+}
+
+/// Readers during overwrites, each read slowed to 300 ms a request (local: the CLI's test-only
+/// slow store; S3: a proxy in front of moto) so that an overwrite lands between a reader's
+/// metadata and its chunks: every read is one store whole, or the documented error.
+fn readers_during_overwrites(scheme: &str) {
+    let place = Place::new(scheme, "replaced.zarr");
+    place.create();
+    let a = (FIRST, sum_of(0, FIRST));
+    let b = (2 * FIRST, sum_of(1_000_000, 2 * FIRST));
+    let overwrite = |from: i64, n: i64| {
+        format!(
+            "COPY (SELECT v AS k, concat('w', CAST(v % 997 AS VARCHAR)) AS s \
+             FROM generate_series({from}, {}) t(v)) TO '{}' STORED AS ZARR \
+             OPTIONS ('chunk_rows' '4096', 'mode' 'overwrite'{})",
+            from + n - 1,
+            place.location,
+            place.storage_options()
+        )
+    };
+    let (mut whole, mut refused) = (0, 0);
+    for round in 0..4 {
+        let (from, n) = if round % 2 == 0 {
+            (1_000_000, 2 * FIRST)
+        } else {
+            (0, FIRST)
+        };
+        let sql = "SELECT count(*) AS n, count(k) AS nk, count(s) AS ns, sum(k) AS total, \
+                   count(DISTINCT k) AS d FROM t";
+        let mut reader = place.command(true, &[sql]);
+        let slow = Proxy::start(servers().s3);
+        if scheme == "file" {
+            reader.env("ZARR_SQL_TEST_READ_DELAY_MS", "300");
+        } else {
+            // The reader's requests go through a proxy adding 300 ms to each.
+            slow.set_delay(Duration::from_millis(300));
+            reader.args([
+                "-o",
+                &format!("aws.endpoint=http://127.0.0.1:{}", slow.port),
+            ]);
+        }
+        let reader = reader
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(if scheme == "file" {
+            700
+        } else {
+            50
+        }));
+        let done = place.run(false, &[&overwrite(from, n)]);
+        assert!(done.status.success(), "{scheme}: {}", stderr(&done));
+        let out = reader.wait_with_output().unwrap();
+        let read = match out.status.success() {
+            true => Ok(parse_counts(&stdout(&out))),
+            false => Err(stderr(&out)),
+        };
+        match assert_whole_or_refused(read, a, b, scheme) {
+            true => whole += 1,
+            false => refused += 1,
+        }
+        // And a read after it is the new store, whole.
+        let expected = if round % 2 == 0 { b } else { a };
+        let [n, _, _, total, _] = place.counts().unwrap();
+        assert_eq!((n, total), expected, "{scheme}: after overwrite {round}");
+    }
+    eprintln!("{scheme}: {whole} reads whole, {refused} refused as replaced");
+}
+
+/// The five numbers of a `counts` query's output.
+fn parse_counts(out: &str) -> [i64; 5] {
+    let numbers: Vec<i64> = out
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|t| !t.is_empty())
+        .map(|t| t.parse().unwrap())
+        .collect();
+    numbers.try_into().unwrap()
+}
+
+#[test]
+fn readers_during_local_overwrites_see_one_store_or_an_error() {
+    readers_during_overwrites("file");
+}
+
+#[test]
+fn readers_during_s3_overwrites_see_one_store_or_an_error() {
+    readers_during_overwrites("s3");
 }
