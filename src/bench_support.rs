@@ -1,5 +1,6 @@
 //! What the benches measure beside the scan, kept in the library because it reads the table's
-//! internals: the decode floor (fetch and decode every chunk, no transcoding).
+//! internals: the decode floor (fetch and decode every chunk, no transcoding), and the store
+//! lock a write takes.
 
 use futures::StreamExt;
 
@@ -39,4 +40,19 @@ pub fn chunk_count(table: &ZarrTable) -> u64 {
         .grid
         .zarrs()
         .map_or(0, |a| a.chunk_grid_shape().iter().product())
+}
+
+/// Takes and lets go of the lock of the local store at `path` once, as a write does (the lock
+/// file beside it, and the look for what killed writes left): what the lock adds to a write,
+/// which `benches/many_writers.rs` times beside a one-row INSERT.
+///
+/// # Errors
+/// When the lock cannot be taken at once (another writer holds it) or its file not made.
+pub async fn lock_round_trip(path: &std::path::Path) -> Result<(), String> {
+    let shown = crate::staging::Shown::new(path.display().to_string(), &Default::default());
+    let lock = crate::staging::StoreLock::acquire(path, std::time::Duration::ZERO, &shown)
+        .await
+        .map_err(|e| e.to_string())?;
+    drop(lock);
+    Ok(())
 }

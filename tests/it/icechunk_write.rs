@@ -3,7 +3,8 @@
 //! new snapshot on the branch with the rows written and the message given, and leave every
 //! other branch, tag and snapshot as it was; a failed write commits nothing and leaves no chunk
 //! object behind; a commit that lands on the branch while a write runs makes the write fail
-//! with a conflict, and the other commit stays; the same on S3 (moto), Azure (azurite) and GCS
+//! with a conflict, and the other commit stays (two INSERTs at once: the first commit stays,
+//! the other is refused naming the branch); the same on S3 (moto), Azure (azurite) and GCS
 //! (fake-gcs-server).
 //! python/tests/test_icechunk.py reads what these writes commit with the icechunk package.
 
@@ -605,4 +606,116 @@ async fn insert_into_an_arrays_table_on_a_branch() {
         .unwrap_err();
     assert!(e.contains("holds k along the same dimension index"), "{e}");
     assert_eq!(history(&location, "main", "").await[0].0, tip);
+}
+
+/// One partition of rows whose stream, before its first batch, runs `before` to the end: a
+/// write that commits while the INSERT reading these rows is under way.
+struct Gated {
+    schema: datafusion::arrow::datatypes::SchemaRef,
+    batch: RecordBatch,
+    before: std::sync::Mutex<Option<futures::future::BoxFuture<'static, ()>>>,
+}
+
+impl std::fmt::Debug for Gated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Gated")
+    }
+}
+
+impl datafusion::physical_plan::streaming::PartitionStream for Gated {
+    fn schema(&self) -> &datafusion::arrow::datatypes::SchemaRef {
+        &self.schema
+    }
+
+    fn execute(
+        &self,
+        _ctx: Arc<datafusion::execution::TaskContext>,
+    ) -> datafusion::physical_plan::SendableRecordBatchStream {
+        let before = self.before.lock().unwrap().take();
+        let batch = self.batch.clone();
+        let rows = futures::stream::once(async move {
+            if let Some(before) = before {
+                before.await;
+            }
+            Ok(batch)
+        });
+        Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), rows))
+    }
+}
+
+/// Two INSERTs into one table on a branch at once, each from its own session: the one that
+/// commits first stays; the other finds the branch moved and fails with the conflict error
+/// naming the branch, committing nothing (an INSERT's rows are a stream read once, so it is not
+/// retried on the new tip: run it again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_inserts_on_one_branch_commit_one_and_refuse_the_other() {
+    let (_dir, repo) = copy("spec1.icechunk");
+    let location = repo.display().to_string();
+    let ctx = context_writing_in_order(7);
+    run(
+        &ctx,
+        &format!(
+            "COPY ({ROWS}) TO '{location}' STORED AS ZARR OPTIONS ('mode' 'overwrite', \
+             'chunk_rows' '16', 'message' 'first')"
+        ),
+    )
+    .await
+    .unwrap();
+    let before = history(&location, "main", "").await;
+    let open = |location: String| async move {
+        let ctx = context_writing_in_order(7);
+        run(
+            &ctx,
+            &format!("CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{location}'"),
+        )
+        .await
+        .unwrap();
+        ctx
+    };
+    let (ours, theirs) = (open(location.clone()).await, open(location.clone()).await);
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("name", DataType::Utf8, true),
+        Field::new("n", DataType::Int64, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(StringArray::from(vec!["ours"])),
+            Arc::new(Int64Array::from(vec![100])),
+        ],
+    )
+    .unwrap();
+    // Theirs commits while ours is reading its rows (after ours opened its session).
+    let their_insert = Box::pin(async move {
+        run(&theirs, "INSERT INTO t (name, n) VALUES ('theirs', 200)")
+            .await
+            .unwrap();
+    });
+    let gated = Gated {
+        schema: schema.clone(),
+        batch,
+        before: std::sync::Mutex::new(Some(their_insert)),
+    };
+    let rows =
+        datafusion::catalog::streaming::StreamingTable::try_new(schema, vec![Arc::new(gated)])
+            .unwrap();
+    ours.register_table("gated", Arc::new(rows)).unwrap();
+    let e = run(&ours, "INSERT INTO t (name, n) SELECT name, n FROM gated")
+        .await
+        .unwrap_err();
+    assert!(e.contains("branch 'main' moved from snapshot"), "{e}");
+    assert!(e.contains("nothing was committed"), "{e}");
+    let after = history(&location, "main", "").await;
+    assert_eq!(after.len(), before.len() + 1, "one commit: theirs");
+    assert_eq!(after[0].2, "INSERT INTO by datafusion-zarr");
+    let ctx = zarr_test_support::context();
+    let sql = format!(
+        "SELECT name FROM {} WHERE name IN ('ours', 'theirs')",
+        read_zarr(&location, "")
+    );
+    let batches = query(&ctx, &sql).await.unwrap();
+    assert_eq!(
+        to_json(column(&batches, "name").as_ref()),
+        vec![Value::from("theirs")]
+    );
 }
