@@ -596,3 +596,23 @@ fn readers_during_local_overwrites_see_one_store_or_an_error() {
 fn readers_during_s3_overwrites_see_one_store_or_an_error() {
     readers_during_overwrites("s3");
 }
+
+#[test]
+fn an_expired_lease_on_gcs_does_not_block_the_next_writer() {
+    a_killed_holder_does_not_block("gs");
+}
+
+#[test]
+fn a_gcs_overwrite_killed_midway_is_put_back_by_the_next_writer() {
+    a_remote_overwrite_killed_midway("gs");
+}
+
+#[test]
+fn lock_timeout_0_names_the_holder_of_a_gcs_lease() {
+    a_live_holder("gs");
+}
+
+#[test]
+fn lock_timeout_0_names_the_holder_of_an_azure_lease() {
+    a_live_holder("az");
+}
