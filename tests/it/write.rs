@@ -758,3 +758,43 @@ async fn a_held_lock_fails_a_write_after_lock_timeout_naming_the_holder() {
     .await
     .unwrap();
 }
+
+/// Where the OS cannot exchange two directories, an overwrite renames the old store aside
+/// (`.{name}.{pid}-{n}.old`) before moving the new one in: a writer killed between the two
+/// leaves no store at the target, and the next writer, once it holds the lock, puts the old
+/// one back instead of removing it (here a COPY without `mode 'overwrite'`, which then finds
+/// the store and refuses).
+#[tokio::test]
+async fn an_old_store_left_aside_by_a_killed_overwrite_is_put_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("aside.zarr");
+    copy(&format!(
+        "COPY (SELECT v AS k FROM generate_series(0, 9) t(v)) TO '{}' STORED AS ZARR",
+        store.display()
+    ))
+    .await
+    .unwrap();
+    // As a killed writer (no such process) leaves it between its two renames.
+    let aside = dir.path().join(".aside.zarr.4194304999-12.old");
+    std::fs::rename(&store, &aside).unwrap();
+    let e = copy(&format!(
+        "COPY (SELECT 1 AS k) TO '{}' STORED AS ZARR",
+        store.display()
+    ))
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("a Zarr store is there"), "{e}");
+    assert!(!aside.exists(), "the old store stayed aside");
+    let got = query(
+        &context(),
+        &format!(
+            "SELECT count(*) AS c, sum(k) AS s FROM read_zarr('{}')",
+            store.display()
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(to_json(column(&got, "c").as_ref()), [json!(10)]);
+    assert_eq!(to_json(column(&got, "s").as_ref()), [json!(45)]);
+}
