@@ -45,6 +45,7 @@ pub mod distributed;
 mod error;
 pub mod export;
 mod factory;
+pub mod field_metadata;
 #[doc(hidden)]
 pub mod fuzzing;
 mod icechunk;

@@ -8,6 +8,7 @@
 //!   `arrays` option: those of the most dimensions, of one shape, and 1-D arrays along one of
 //!   their named dimensions, repeated along the others as coordinates are.
 
+use crate::field_metadata;
 use crate::store_version::StoreVersion;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -50,6 +51,18 @@ pub(crate) enum ColumnSource {
         /// The array.
         array: Arc<ArrayNode>,
     },
+}
+
+impl ColumnSource {
+    /// The array the column's values come from (`None` for an index column).
+    pub(crate) fn array(&self) -> Option<&ArrayNode> {
+        match self {
+            Self::Index { .. } => None,
+            Self::Coordinate { array, .. }
+            | Self::Broadcast { array, .. }
+            | Self::Value { array } => Some(array),
+        }
+    }
 }
 
 /// The node with its netCDF character arrays joined into strings, as xarray decodes them
@@ -516,13 +529,27 @@ impl TableModel {
                 ));
             }
         }
+        // Each column carries its array's Zarr metadata; a group's table, the group's.
         let fields: Vec<Field> = columns
             .iter()
             .map(|c| {
-                let nullable = !matches!(c.source, ColumnSource::Index { .. });
-                Field::new(&c.name, c.plan.data_type.clone(), nullable)
+                let field = Field::new(
+                    &c.name,
+                    c.plan.data_type.clone(),
+                    c.source.array().is_some(),
+                );
+                match c.source.array() {
+                    Some(array) => field.with_metadata(field_metadata::of_array(array)),
+                    None => field,
+                }
             })
             .collect();
+        let schema = match &node {
+            Node::Group(group) => {
+                Schema::new_with_metadata(fields, field_metadata::of_group(group))
+            }
+            Node::Array(_) => Schema::new(fields),
+        };
         let model = Self {
             store,
             path,
@@ -530,7 +557,7 @@ impl TableModel {
             shape,
             grid,
             columns,
-            schema: Arc::new(Schema::new(fields)),
+            schema: Arc::new(schema),
             limits: Limits::of(&options),
             options,
             node,

@@ -145,11 +145,13 @@ class Written:
     string_length: dict[str, int] = field(default_factory=dict)
 
     def dtype(self, name: str) -> str:
-        """The NumPy dtype zarr-python must read: strings `<U` as wide as string_length or the
-        longest string (at least 1); other columns the original's."""
+        """The NumPy dtype zarr-python must read: strings `<U` as wide as string_length or, as
+        the source is a Zarr array whose metadata the column carries, the source's width (at
+        least the longest string; `keep_attributes`); other columns the original's."""
         values = self.want[name]
         if values.dtype.kind == "U":
-            return f"<U{self.string_length.get(name) or _string_width(values)}"
+            width = max(values.dtype.itemsize // 4, _string_width(values))
+            return f"<U{self.string_length.get(name) or width}"
         return values.dtype.str
 
     def chunks(self, name: str) -> tuple[tuple[int], tuple[int] | None]:

@@ -2,6 +2,7 @@
 //! each Arrow type (as NumPy, zarr-python and xarray write them), and its metadata documents
 //! in Zarr V3 (`zarr.json`) and V2 (`.zarray`, `.zattrs`) with the chosen codecs.
 
+use crate::field_metadata;
 use arrow::datatypes::{DataType, Field};
 use serde_json::{Map, Value, json};
 
@@ -92,8 +93,12 @@ pub(crate) struct ColumnSpec {
     pub cast_to: Option<DataType>,
     /// What a NULL becomes.
     pub null: NullRule,
-    /// CF attributes (times' `units` and `calendar`, durations' `dtype`).
+    /// Its attributes: CF's the writer sets (times' `units` and `calendar`, durations'
+    /// `dtype`) over those its source array had (`keep_attributes`).
     pub attributes: Map<String, Value>,
+    /// Strings: the width of its source array (`<U16` stays `<U16` where its strings fit;
+    /// `keep_attributes`), the least the column is written at without `string_length`.
+    pub source_width: Option<Utf32Width>,
 }
 
 impl ColumnSpec {
@@ -123,6 +128,7 @@ impl ColumnSpec {
             cast_to: None,
             null,
             attributes: Map::new(),
+            source_width: None,
         })
     }
 }
@@ -178,17 +184,47 @@ pub(crate) fn column_spec(field: &Field, options: &WriteOptions) -> Result<Colum
         }
     };
     // Times, dates and durations: NumPy's int64 with CF's attributes, NULL as NaT.
-    let attributes = cf::encode::attributes(&value_type).unwrap_or_default();
+    let written = cf::encode::attributes(&value_type).unwrap_or_default();
+    let source = match options.keep_attributes {
+        true => field_metadata::attributes_in(field.metadata(), field_metadata::ATTRIBUTES),
+        false => None,
+    };
+    let mut attributes = source
+        .as_ref()
+        .map(|source| carried(source, &value_type))
+        .unwrap_or_default();
+    attributes.extend(written);
     let (cast_to, null) = match &value_type {
         DataType::Timestamp(_, _) | DataType::Date32 | DataType::Date64 | DataType::Duration(_) => {
             (Some(DataType::Int64), NullRule::NaT)
         }
         DataType::Float16 | DataType::Float32 | DataType::Float64 => (None, NullRule::NaN),
-        _ => (None, null_value(field.name(), v3_type, options)?),
+        _ => {
+            let null = null_value(field.name(), v3_type, options)?;
+            // A masked integer's NULL is its source's `_FillValue` again (xarray masks it).
+            let fill = match options.keep_attributes {
+                true => field_metadata::mask_in(field.metadata()),
+                false => None,
+            };
+            match (null, fill.and_then(|f| integer_element(v3_type, &f))) {
+                (NullRule::Refused, Some((bytes, json))) => {
+                    attributes.insert("_FillValue".into(), json.clone());
+                    (None, NullRule::Value { bytes, json })
+                }
+                (null, _) => (None, null),
+            }
+        }
     };
     let cast_to = match (&value_type, field.data_type()) {
         (_, DataType::Dictionary(_, _)) if cast_to.is_none() => Some(value_type.clone()),
         _ => cast_to,
+    };
+    let source_width = match (storage, options.keep_attributes) {
+        (Storage::Utf32, true) => field
+            .metadata()
+            .get(field_metadata::DATA_TYPE)
+            .and_then(|data_type| utf32_width_of(data_type)),
+        _ => None,
     };
     Ok(ColumnSpec {
         name: field.name().clone(),
@@ -197,7 +233,83 @@ pub(crate) fn column_spec(field: &Field, options: &WriteOptions) -> Result<Colum
         cast_to,
         null,
         attributes,
+        source_width,
     })
+}
+
+/// The attributes a column keeps of its source array's, `source`: all but those that described
+/// how the source stored its values and no longer hold for the column as it is written (the
+/// writer sets its own): `_FillValue` and `missing_value` (a masked integer's comes back as
+/// its NULL's value), CF packing (`scale_factor`, `add_offset`: the column holds the unpacked
+/// floats), `_Unsigned`, `_Encoding`, xarray's `_ARRAY_DIMENSIONS` and `dtype`, and for a time,
+/// date or duration column its `units` and `calendar` (written anew in the writer's units).
+fn carried(source: &Map<String, Value>, value_type: &DataType) -> Map<String, Value> {
+    const STORAGE: [&str; 8] = [
+        "_FillValue",
+        "missing_value",
+        "scale_factor",
+        "add_offset",
+        "_Unsigned",
+        "_Encoding",
+        "_ARRAY_DIMENSIONS",
+        "dtype",
+    ];
+    let time = matches!(
+        value_type,
+        DataType::Timestamp(_, _) | DataType::Date32 | DataType::Date64 | DataType::Duration(_)
+    );
+    source
+        .iter()
+        .filter(|(key, _)| !STORAGE.contains(&key.as_str()))
+        .filter(|(key, _)| !(time && (key.as_str() == "units" || key.as_str() == "calendar")))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect()
+}
+
+/// The string width a source data type names: V3 `fixed_length_utf32`'s `length_bytes` (as
+/// JSON), V2 `<U{n}` / `>U{n}`; at most `MAX_SOURCE_CODE_POINTS`.
+fn utf32_width_of(data_type: &str) -> Option<Utf32Width> {
+    const MAX_SOURCE_CODE_POINTS: u64 = 1 << 20;
+    let code_points = match data_type.strip_prefix(['<', '>', '|']) {
+        Some(rest) => rest.strip_prefix('U')?.parse::<u64>().ok()?,
+        None => {
+            let parsed: Value = serde_json::from_str(data_type).ok()?;
+            (parsed.get("name")? == "fixed_length_utf32")
+                .then(|| parsed["configuration"]["length_bytes"].as_u64())??
+                / Utf32Width::CODE_UNIT_BYTES
+        }
+    };
+    (code_points <= MAX_SOURCE_CODE_POINTS).then(|| Utf32Width::of_code_points(code_points))
+}
+
+/// `fill` (a JSON number) as an element of the integer type `v3_type`, if it is one that fits.
+fn integer_element(v3_type: &str, fill: &Value) -> Option<(Vec<u8>, Value)> {
+    let fill = match fill {
+        Value::Array(values) if values.len() == 1 => values.first()?,
+        other => other,
+    };
+    macro_rules! integer {
+        ($t:ty) => {{
+            let v = <$t>::try_from(
+                fill.as_i64()
+                    .map(i128::from)
+                    .or(fill.as_u64().map(i128::from))?,
+            )
+            .ok()?;
+            Some((v.to_ne_bytes().to_vec(), json!(v)))
+        }};
+    }
+    match v3_type {
+        "int8" => integer!(i8),
+        "int16" => integer!(i16),
+        "int32" => integer!(i32),
+        "int64" => integer!(i64),
+        "uint8" => integer!(u8),
+        "uint16" => integer!(u16),
+        "uint32" => integer!(u32),
+        "uint64" => integer!(u64),
+        _ => None,
+    }
 }
 
 /// The `null_value` option as an element of `v3_type`, or [`NullRule::Refused`] without it.
@@ -467,7 +579,12 @@ fn v2_document(
 pub(crate) fn fill_value(spec: &ColumnSpec, saw_null: bool, version: ZarrVersion) -> Value {
     match (&spec.null, version) {
         (NullRule::NaN, _) => json!("NaN"),
-        (NullRule::Value { json, .. }, _) if saw_null => json.clone(),
+        // The NULL's value, when it stood in for one or is the source's `_FillValue`.
+        (NullRule::Value { json, .. }, _)
+            if saw_null || spec.attributes.get("_FillValue") == Some(json) =>
+        {
+            json.clone()
+        }
         (_, ZarrVersion::V2) => Value::Null,
         (_, ZarrVersion::V3) => match spec.storage {
             Storage::Utf32 | Storage::VlenUtf8 => json!(""),

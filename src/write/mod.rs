@@ -53,7 +53,17 @@ pub async fn write_zarr_in(
         false => Some(layout::grid::GridLayout::new(&stream.schema(), options)?),
     };
     let target = Arc::new(Target::create(runtime, location, options).await?);
-    let options = &target.options_for(options);
+    let mut options = target.options_for(options);
+    if options.keep_attributes {
+        // A group's table keeps the group's attributes; those given as an option win.
+        let schema = stream.schema();
+        let key = crate::field_metadata::GROUP_ATTRIBUTES;
+        if let Some(mut group) = crate::field_metadata::attributes_in(schema.metadata(), key) {
+            group.extend(std::mem::take(&mut options.attributes));
+            options.attributes = group;
+        }
+    }
+    let options = &options;
     let result = match grid {
         None => layout::table::write_table(stream, &target, options).await,
         Some(grid) => layout::grid::write_grid(runtime, grid, stream, &target, options).await,

@@ -109,6 +109,11 @@ declare_options! {
             parse boolean,
             values "`true` (default), `false`",
             meaning "the group's metadata holds its arrays' (V3 `consolidated_metadata`, V2 `.zmetadata`)";
+        /// Whether a column read from a Zarr array keeps its source's attributes.
+        keep_attributes: bool = true,
+            parse boolean,
+            values "`true` (default), `false`",
+            meaning "a column read from a Zarr array is written with its source's attributes (and a masked integer's `_FillValue`), a group's table with the group's; `false`: only what the writer sets (docs/writing.md, Round trips)";
         /// The group's attributes.
         attributes: Map<String, Value> = Map::new(),
             parse json_object,

@@ -324,8 +324,12 @@ async fn write_grid_with(
         .iter()
         .zip(&spill.longest)
         .map(|((_, spec), &longest)| {
-            let code_points = options.string_length.unwrap_or(longest);
-            (spec.storage == Storage::Utf32).then(|| Utf32Width::of_code_points(code_points))
+            let width = match options.string_length {
+                Some(n) => Utf32Width::of_code_points(n),
+                None => Utf32Width::of_code_points(longest)
+                    .max(spec.source_width.unwrap_or(Utf32Width::MIN)),
+            };
+            (spec.storage == Storage::Utf32).then_some(width)
         })
         .collect();
     let widths: Vec<u64> = data
@@ -351,8 +355,9 @@ async fn write_grid_with(
     // The coordinate arrays.
     for (d, spec) in layout.coordinates.iter().enumerate() {
         let values = coordinate_values(&spill.distinct[d])?;
+        let longest = Utf32Width::of_code_points(spill.coordinate_longest[d]);
         let width = (spec.storage == Storage::Utf32)
-            .then(|| Utf32Width::of_code_points(spill.coordinate_longest[d]));
+            .then(|| longest.max(spec.source_width.unwrap_or(Utf32Width::MIN)));
         let docs = write_coordinate(spec, &values, width, &dimensions[d], target, options).await?;
         documents.push((spec.name.clone(), docs));
     }

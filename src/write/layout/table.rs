@@ -210,9 +210,10 @@ struct ColumnWriter {
 
 impl ColumnWriter {
     fn new(spec: ColumnSpec, options: &WriteOptions) -> Self {
-        let width = options
-            .string_length
-            .map_or(Utf32Width::MIN, Utf32Width::of_code_points);
+        let width = match options.string_length {
+            Some(n) => Utf32Width::of_code_points(n),
+            None => spec.source_width.unwrap_or(Utf32Width::MIN),
+        };
         Self {
             spec,
             options: options.clone(),
@@ -239,8 +240,10 @@ impl ColumnWriter {
                 // A batch of only empty strings estimates 0 bytes, as it always has (its
                 // strings are still written one code unit wide).
                 None => match longest_string(&self.spec, array, first)?.0 {
-                    0 => 0,
-                    longest => Utf32Width::of_code_points(longest).bytes(),
+                    0 => self.spec.source_width.map_or(0, Utf32Width::bytes),
+                    longest => (Utf32Width::of_code_points(longest))
+                        .max(self.spec.source_width.unwrap_or(Utf32Width::MIN))
+                        .bytes(),
                 },
             },
             Storage::VlenUtf8 | Storage::VlenBytes => {
