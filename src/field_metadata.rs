@@ -29,7 +29,9 @@ pub const GROUP_ATTRIBUTES: &str = "zarr.group_attributes";
 pub(crate) fn of_array(array: &ArrayNode) -> HashMap<String, String> {
     let document = array.document();
     let mut metadata = HashMap::new();
-    metadata.insert(ATTRIBUTES.into(), array.attributes.to_value().to_string());
+    // As written, not parsed: an attribute may hold a long list (the reader keeps a table's
+    // memory within a few times its metadata's size).
+    metadata.insert(ATTRIBUTES.into(), array.attributes.as_written().to_string());
     let data_type = match array.zarr_format {
         2 => document.get("dtype"),
         _ => document.get("data_type"),
@@ -70,7 +72,7 @@ pub(crate) fn mask_in(metadata: &HashMap<String, String>) -> Option<Value> {
 pub(crate) fn of_group(group: &GroupNode) -> HashMap<String, String> {
     HashMap::from([(
         GROUP_ATTRIBUTES.into(),
-        group.attributes.to_value().to_string(),
+        group.attributes.as_written().to_string(),
     )])
 }
 

@@ -85,6 +85,12 @@ impl Attributes {
         rewritten
     }
 
+    /// The attributes as written, as JSON text (`{}` when there are none), not parsed: what a
+    /// column carries as its field metadata (`field_metadata.rs`), at the cost of one copy.
+    pub(crate) fn as_written(&self) -> &str {
+        self.raw.as_deref().unwrap_or("{}")
+    }
+
     /// Every attribute, parsed now (an empty object when there are none): for what shows the
     /// attributes, never for reading data.
     pub fn to_value(&self) -> Value {
