@@ -206,7 +206,7 @@ pub(crate) fn column_spec(field: &Field, options: &WriteOptions) -> Result<Colum
                 true => field_metadata::mask_in(field.metadata()),
                 false => None,
             };
-            match (null, fill.and_then(|f| integer_element(v3_type, &f))) {
+            match (null, fill.and_then(|f| integer_fill(v3_type, &f))) {
                 (NullRule::Refused, Some((bytes, json))) => {
                     attributes.insert("_FillValue".into(), json.clone());
                     (None, NullRule::Value { bytes, json })
@@ -282,20 +282,25 @@ fn utf32_width_of(data_type: &str) -> Option<Utf32Width> {
     (code_points <= MAX_SOURCE_CODE_POINTS).then(|| Utf32Width::of_code_points(code_points))
 }
 
-/// `fill` (a JSON number) as an element of the integer type `v3_type`, if it is one that fits.
-fn integer_element(v3_type: &str, fill: &Value) -> Option<(Vec<u8>, Value)> {
+/// `fill` (a JSON integer, or a list of one) as an element of the integer type `v3_type`.
+fn integer_fill(v3_type: &str, fill: &Value) -> Option<(Vec<u8>, Value)> {
     let fill = match fill {
         Value::Array(values) if values.len() == 1 => values.first()?,
         other => other,
     };
+    let value = fill
+        .as_i64()
+        .map(i128::from)
+        .or(fill.as_u64().map(i128::from))?;
+    integer_element(v3_type, value)
+}
+
+/// `value` as an element of the integer type `v3_type` (native order) and its JSON form, if
+/// `v3_type` is one and `value` fits it.
+fn integer_element(v3_type: &str, value: i128) -> Option<(Vec<u8>, Value)> {
     macro_rules! integer {
         ($t:ty) => {{
-            let v = <$t>::try_from(
-                fill.as_i64()
-                    .map(i128::from)
-                    .or(fill.as_u64().map(i128::from))?,
-            )
-            .ok()?;
+            let v = <$t>::try_from(value).ok()?;
             Some((v.to_ne_bytes().to_vec(), json!(v)))
         }};
     }
@@ -322,26 +327,19 @@ fn null_value(column: &str, v3_type: &str, options: &WriteOptions) -> Result<Nul
             "null_value '{text}' is not a {v3_type} value, for column {column}"
         ))
     };
-    macro_rules! integer {
-        ($t:ty) => {{
-            let v = text.trim().parse::<$t>().map_err(|_| wrong())?;
-            (v.to_ne_bytes().to_vec(), json!(v))
-        }};
-    }
+    let integer = || {
+        let value = text.trim().parse::<i128>().map_err(|_| wrong())?;
+        integer_element(v3_type, value).ok_or_else(wrong)
+    };
     let (bytes, json) = match v3_type {
         "bool" => match text.trim().to_ascii_lowercase().as_str() {
             "true" => (vec![1], json!(true)),
             "false" => (vec![0], json!(false)),
             _ => return Err(wrong()),
         },
-        "int8" => integer!(i8),
-        "int16" => integer!(i16),
-        "int32" => integer!(i32),
-        "int64" => integer!(i64),
-        "uint8" => integer!(u8),
-        "uint16" => integer!(u16),
-        "uint32" => integer!(u32),
-        "uint64" => integer!(u64),
+        "int8" | "int16" | "int32" | "int64" | "uint8" | "uint16" | "uint32" | "uint64" => {
+            integer()?
+        }
         "fixed_length_utf32" | "string" => {
             if text.ends_with('\0') {
                 return Err(wrong());

@@ -285,13 +285,13 @@ async fn a_failed_copy_commits_nothing_and_leaves_no_chunk_object() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn insert_into_a_table_on_a_branch_commits_and_the_table_reads_it() {
-    let (_dir, repo) = copy("spec1.icechunk");
+/// A copy of the spec-1 repository whose `main` holds `ROWS` (in chunks of 16, committed as
+/// `first`), its path and its location.
+async fn spec1_with_rows() -> (tempfile::TempDir, PathBuf, String) {
+    let (dir, repo) = copy("spec1.icechunk");
     let location = repo.display().to_string();
-    let ctx = context_writing_in_order(7);
     run(
-        &ctx,
+        &context_writing_in_order(7),
         &format!(
             "COPY ({ROWS}) TO '{location}' STORED AS ZARR OPTIONS ('mode' 'overwrite', \
              'chunk_rows' '16', 'message' 'first')"
@@ -299,6 +299,13 @@ async fn insert_into_a_table_on_a_branch_commits_and_the_table_reads_it() {
     )
     .await
     .unwrap();
+    (dir, repo, location)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insert_into_a_table_on_a_branch_commits_and_the_table_reads_it() {
+    let (_dir, repo, location) = spec1_with_rows().await;
+    let ctx = context_writing_in_order(7);
     run(
         &ctx,
         &format!("CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{location}'"),
@@ -649,18 +656,7 @@ impl datafusion::physical_plan::streaming::PartitionStream for Gated {
 /// retried on the new tip: run it again).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_inserts_on_one_branch_commit_one_and_refuse_the_other() {
-    let (_dir, repo) = copy("spec1.icechunk");
-    let location = repo.display().to_string();
-    let ctx = context_writing_in_order(7);
-    run(
-        &ctx,
-        &format!(
-            "COPY ({ROWS}) TO '{location}' STORED AS ZARR OPTIONS ('mode' 'overwrite', \
-             'chunk_rows' '16', 'message' 'first')"
-        ),
-    )
-    .await
-    .unwrap();
+    let (_dir, _repo, location) = spec1_with_rows().await;
     let before = history(&location, "main", "").await;
     let open = |location: String| async move {
         let ctx = context_writing_in_order(7);
