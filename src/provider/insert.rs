@@ -79,7 +79,14 @@ impl AppendSink {
 
     /// Checks that `table` still has the columns the rows were planned for.
     fn check_schema(&self, table: &ZarrTable) -> Result<()> {
-        if all_nullable(&table.schema()) != self.schema {
+        // Names and types: the field metadata (the arrays' attributes as written) changes when
+        // another writer rewrites a document, and the rows still fit.
+        let columns = |schema: &SchemaRef| -> Vec<(String, arrow::datatypes::DataType)> {
+            (schema.fields().iter())
+                .map(|f| (f.name().clone(), f.data_type().clone()))
+                .collect()
+        };
+        if columns(&table.schema()) != columns(&self.schema) {
             return Err(DataFusionError::Plan(format!(
                 "{}: the store changed since the table was opened (its columns are now {}); \
                  register it again",

@@ -181,8 +181,10 @@ impl ZarrTable {
 
 #[async_trait]
 impl TableProvider for ZarrTable {
+    /// The table's schema as it is now (after an `INSERT INTO`, as reopened: a plan's logical
+    /// and physical schemas then carry the same field metadata).
     fn schema(&self) -> SchemaRef {
-        self.model.schema.clone()
+        self.current().schema.clone()
     }
 
     fn table_type(&self) -> TableType {
