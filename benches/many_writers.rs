@@ -2,7 +2,7 @@
 //!
 //! - **the lock's cost**: a one-row `INSERT INTO t VALUES (…)` into a local store (which takes
 //!   and lets go of the store's lock) beside the lock alone (`bench_support::lock_round_trip`:
-//!   the lock file, the `flock`, the look for what killed writes left); prints the medians and
+//!   the lock file, the `flock`, the holder's name written and emptied); prints the medians and
 //!   INSERT / (INSERT − lock), what the INSERT costs with the lock against without it (target:
 //!   at most 1.05);
 //! - **4 appenders**: four sessions each appending 1,000,000 rows (an int64 key and a `<U8`

@@ -43,7 +43,7 @@ pub fn chunk_count(table: &ZarrTable) -> u64 {
 }
 
 /// Takes and lets go of the lock of the local store at `path` once, as a write does (the lock
-/// file beside it, and the look for what killed writes left): what the lock adds to a write,
+/// file beside it, named and emptied): what the lock adds to a write,
 /// which `benches/many_writers.rs` times beside a one-row INSERT.
 ///
 /// # Errors

@@ -10,9 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{
-    Shown, Stage, StoreLock, beside_local, hidden_name, object_path, recover_killed_writes,
-};
+use super::{Shown, Stage, StoreLock, beside_local, hidden_name, object_path};
 use crate::error::{Result, ZarrError};
 
 /// A temporary directory beside `target`, removed on drop unless [`AtomicDirectory::commit`]
@@ -25,8 +23,8 @@ struct AtomicDirectory {
 }
 
 impl AtomicDirectory {
-    /// Prepares to write the store `target`, creating its parent directory if needed; removes
-    /// what killed writes to it left.
+    /// Prepares to write the store `target`, creating its parent directory if needed (what
+    /// killed writes to it left was put right as its lock was taken).
     fn new(target: &Path) -> Result<Self> {
         let error = |message: String| ZarrError::Write {
             target: target.display().to_string(),
@@ -36,7 +34,6 @@ impl AtomicDirectory {
         if target.is_file() {
             return Err(error("it is a file, not a store".into()));
         }
-        recover_killed_writes(&dir, &name);
         let temp = dir.join(hidden_name(&name, "tmp"));
         std::fs::create_dir(&temp).map_err(|e| error(format!("{}: {e}", temp.display())))?;
         Ok(Self {

@@ -143,9 +143,12 @@ pub(crate) fn pause_point(step: &str) {
 
 /// Who this writer is, as a lock or lease names its holder: "process P on HOST since T".
 pub(crate) fn holder_text() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "this host".into());
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let host = HOST.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "this host".into())
+    });
     let since = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ");
     format!("process {} on {host} since {since}", std::process::id())
 }

@@ -181,12 +181,18 @@ async fn a_failed_write_keeps_the_store_that_was_there() {
     .await
     .unwrap();
     assert_eq!(count().await, [json!(20)]);
-    let names: Vec<String> = std::fs::read_dir(dir.path())
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().to_string())
         .collect();
-    assert_eq!(names, ["out.zarr"]);
+    names.sort();
+    // The store, and its lock file (empty between writes).
+    assert_eq!(names, [".out.zarr.lock", "out.zarr"]);
+    assert_eq!(
+        std::fs::read(dir.path().join(".out.zarr.lock")).unwrap(),
+        b""
+    );
 }
 
 /// What a killed write left beside its target (its hidden temporary store, a process gone)
@@ -706,10 +712,14 @@ async fn concurrent_inserts_keep_every_row_of_both() {
         to_json(column(&got, "s").as_ref()),
         [json!(n * (n - 1) / 2)]
     );
-    assert!(
-        !dir.path().join(".shared.zarr.lock").exists(),
-        "the lock file stayed"
+    // The lock file stays beside the store, naming no one and held by no one.
+    let lock = dir.path().join(".shared.zarr.lock");
+    assert_eq!(
+        std::fs::read(&lock).unwrap(),
+        b"",
+        "the lock still names a holder"
     );
+    assert!(std::fs::File::open(&lock).unwrap().try_lock().is_ok());
 }
 
 /// A write that finds the store locked waits `lock_timeout` seconds, then fails naming the
@@ -774,9 +784,15 @@ async fn an_old_store_left_aside_by_a_killed_overwrite_is_put_back() {
     ))
     .await
     .unwrap();
-    // As a killed writer (no such process) leaves it between its two renames.
+    // As a killed writer (no such process) leaves it between its two renames: the store
+    // aside, and its name in the lock file.
     let aside = dir.path().join(".aside.zarr.4194304999-12.old");
     std::fs::rename(&store, &aside).unwrap();
+    std::fs::write(
+        dir.path().join(".aside.zarr.lock"),
+        "process 4194304999 on here since 2026-12-07T10:00:00Z",
+    )
+    .unwrap();
     let e = copy(&format!(
         "COPY (SELECT 1 AS k) TO '{}' STORED AS ZARR",
         store.display()

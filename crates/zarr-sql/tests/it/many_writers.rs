@@ -392,7 +392,7 @@ fn a_local_overwrite_killed_at_any_step_leaves_a_store() {
             .unwrap()
             .flatten()
             .map(|e| e.file_name().to_string_lossy().to_string())
-            .filter(|n| n.starts_with(".swap.zarr."))
+            .filter(|n| n.starts_with(".swap.zarr.") && n != ".swap.zarr.lock")
             .collect();
         assert!(hidden.is_empty(), "{step}: left {hidden:?}");
     }

@@ -41,10 +41,13 @@ fn start(sql: &str) -> Child {
 /// The hidden staging directories of writes to `name` in `dir`.
 fn staging(dir: &Path, name: &str) -> Vec<PathBuf> {
     let prefix = format!(".{name}.");
+    let lock = format!(".{name}.lock");
     let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        // The store's lock file, which stays beside it (empty between writes).
+        .filter(|e| e.file_name().to_string_lossy() != lock)
         .map(|e| e.path())
         .collect();
     out.sort();
@@ -139,12 +142,18 @@ fn ctrl_c_during_an_overwrite_keeps_the_old_store_and_leaves_no_staging_director
     assert_eq!(staging(dir.path(), "out.zarr"), Vec::<PathBuf>::new());
     assert_eq!(snapshot(&store), before, "the old store changed");
     assert_eq!(rows_of(&store), rows_before);
-    let names: Vec<String> = std::fs::read_dir(dir.path())
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().to_string())
         .collect();
-    assert_eq!(names, ["out.zarr"]);
+    names.sort();
+    // The store, and its lock file, empty: the write let go of it.
+    assert_eq!(names, [".out.zarr.lock", "out.zarr"]);
+    assert_eq!(
+        std::fs::read(dir.path().join(".out.zarr.lock")).unwrap(),
+        b""
+    );
 }
 
 #[test]
@@ -177,16 +186,18 @@ fn what_a_killed_copy_leaves_the_next_copy_removes() {
     child.wait().unwrap();
     assert!(writing, "the COPY never wrote a chunk");
     let lock = dir.path().join(".out.zarr.lock");
-    let orphans: Vec<PathBuf> = (staging(dir.path(), "out.zarr").into_iter())
-        .filter(|p| *p != lock)
-        .collect();
+    let orphans = staging(dir.path(), "out.zarr");
     assert_eq!(orphans.len(), 1, "{orphans:?}");
-    if let Ok(file) = std::fs::File::open(&lock) {
-        assert!(
-            file.try_lock().is_ok(),
-            "the killed writer's lock is still held"
-        );
-    }
+    // The system let go of the killed writer's lock; its name stays in the file, which tells
+    // the next writer to look for what it left.
+    let file = std::fs::File::open(&lock).unwrap();
+    assert!(
+        file.try_lock().is_ok(),
+        "the killed writer's lock is still held"
+    );
+    drop(file);
+    let named = std::fs::read_to_string(&lock).unwrap();
+    assert!(named.starts_with("process "), "{named:?}");
     assert_eq!(snapshot(&store), before, "the old store changed");
 
     let o = zarr_sql(&[
