@@ -784,7 +784,9 @@ def test_mode_error_keeps_and_overwrite_replaces(tmp_path, old_format, new_forma
     assert group["new"][...].tolist() == ["x", "yy", "zzz"]
     leftovers = {".zgroup", ".zattrs", ".zmetadata"} if new_format == 3 else {"zarr.json"}
     assert not leftovers & {p.name for p in out.iterdir()}
-    assert [p.name for p in tmp_path.iterdir()] == ["m.zarr"]  # no staged or moved-aside store
+    # No staged or moved-aside store: the store, and its lock file (empty between writes).
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".m.zarr.lock", "m.zarr"]
+    assert (tmp_path / ".m.zarr.lock").read_bytes() == b""
 
 
 @pytest.mark.parametrize(
