@@ -60,6 +60,12 @@ pub(crate) fn mask_in(metadata: &HashMap<String, String>) -> Option<Value> {
     {
         return Some(fill);
     }
+    v2_fill_in(metadata)
+}
+
+/// A Zarr V2 array's `fill_value` (xarray's `_FillValue` there), if the column was read from
+/// one that has one.
+pub(crate) fn v2_fill_in(metadata: &HashMap<String, String>) -> Option<Value> {
     if metadata.get(ZARR_FORMAT).map(String::as_str) != Some("2") {
         return None;
     }

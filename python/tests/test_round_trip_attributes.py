@@ -112,3 +112,85 @@ def test_a_projected_filtered_renamed_copy_keeps_the_kept_columns_attributes(tmp
     datafusion_zarr.write_zarr(df, str(bare), dimensions="time", keep_attributes=False)
     got = xr.open_zarr(bare)
     assert got["air"].attrs == {} and got.attrs == {}
+
+
+def cf_source(path, zarr_format: int) -> None:
+    """A store whose values xarray encodes: packed int16 temperatures (with a masked one), times
+    counted in hours, durations in minutes, and dates in the noleap calendar."""
+    rows = np.arange(N)
+    temps = (rows * 0.5 + 10).astype("float64")
+    temps[4] = np.nan
+    ds = xr.Dataset(
+        {
+            "packed": ("time", temps, {"units": "degC", "long_name": "packed temperature"}),
+            "wait": ("time", pd.to_timedelta(rows * 15, unit="min").to_numpy(), {"long_name": "a wait"}),
+            "noleap": ("time", rows.astype("int64"), {"units": "days since 2000-02-27", "calendar": "noleap", "long_name": "model day"}),
+        },
+        coords={"time": ("time", pd.date_range("2000-01-01", periods=N, freq="6h"), {"axis": "T"})},
+        attrs={"title": "encoded"},
+    )
+    encoding = {
+        "packed": {"dtype": "int16", "scale_factor": 0.5, "add_offset": 10.0, "_FillValue": -32767},
+        "time": {"units": "hours since 2000-01-01", "dtype": "int64"},
+        "wait": {"units": "minutes", "dtype": "int64"},
+    }
+    ds.to_zarr(path, zarr_format=zarr_format, consolidated=True, encoding=encoding)
+
+
+def opened(path) -> xr.Dataset:
+    return xr.open_zarr(path, decode_times=xr.coders.CFDatetimeCoder(use_cftime=None), decode_timedelta=True)
+
+
+@pytest.mark.parametrize("zarr_format", [3, 2])
+def test_cf_encoded_columns_are_encoded_again_as_their_source(tmp_path, zarr_format):
+    src = tmp_path / "src.zarr"
+    cf_source(src, zarr_format)
+    want = opened(src)
+    df = session().sql(f"SELECT * FROM read_zarr('{src}') WHERE time >= '2000-01-01T12:00:00'")
+    out = tmp_path / "copy.zarr"
+    datafusion_zarr.write_zarr(df, str(out), dimensions="time", zarr_format=zarr_format)
+    got = opened(out)
+    xr.testing.assert_identical(got, want.isel(time=slice(2, None)))
+    # Stored as the source stored them, not as the writer would write their types.
+    for name in ["packed", "time", "wait", "noleap"]:
+        assert got[name].encoding["dtype"] == want[name].encoding["dtype"], name
+    assert got["packed"].encoding["dtype"] == np.dtype("int16")
+    assert (got["packed"].encoding["scale_factor"], got["packed"].encoding["add_offset"]) == (0.5, 10.0)
+    assert got["packed"].encoding["_FillValue"] == -32767
+    assert got["time"].encoding["units"] == "hours since 2000-01-01"
+    assert got["wait"].encoding["units"] == "minutes"
+    # Non-standard calendars read as numbers with their units: xarray decodes the copy to the
+    # same cftime dates.
+    assert got["noleap"].values[0].calendar == "noleap"
+    assert str(got["noleap"].values[-1]) == str(want["noleap"].values[-1])
+    import zarr
+
+    stored = zarr.open_array(out / "packed", mode="r")[:]
+    assert stored.dtype == np.int16 and stored[2] == -32767, "the masked value is the source's _FillValue"
+
+    # keep_attributes=False: written as the writer writes floats and times.
+    bare = tmp_path / "bare.zarr"
+    datafusion_zarr.write_zarr(df, str(bare), dimensions="time", zarr_format=zarr_format, keep_attributes=False)
+    assert opened(bare)["packed"].encoding["dtype"] == np.dtype("float64")
+
+
+def test_a_value_its_source_encoding_cannot_hold_is_an_error_naming_the_row(tmp_path):
+    def field(name, type_, attributes, data_type):
+        return pa.field(name, type_, metadata={"zarr.attributes": json.dumps(attributes), "zarr.data_type": data_type, "zarr.zarr_format": "3"})
+
+    packing = {"scale_factor": 0.5, "add_offset": 10.0, "_FillValue": -32767}
+    table = pa.table({"p": [10.0, 10.5, 10.25]}, schema=pa.schema([field("p", pa.float64(), packing, "int16")]))
+    with pytest.raises(datafusion_zarr.ZarrError, match=r"column p, row 2: the value does not fit its source's encoding \(int16, scale_factor 0.5, add_offset 10\)"):
+        datafusion_zarr.write_zarr(table, str(tmp_path / "p.zarr"))
+    beyond = pa.table({"p": [10.0, 1e9]}, schema=pa.schema([field("p", pa.float64(), packing, "int16")]))
+    with pytest.raises(datafusion_zarr.ZarrError, match=r"column p, row 1: the value does not fit"):
+        datafusion_zarr.write_zarr(beyond, str(tmp_path / "p.zarr"))
+    days = {"units": "days since 2000-01-01", "calendar": "proleptic_gregorian"}
+    times = pa.array([pd.Timestamp("2000-01-02"), pd.Timestamp("2000-01-02 12:00")], pa.timestamp("us"))
+    table = pa.table({"t": times}, schema=pa.schema([field("t", pa.timestamp("us"), days, "int64")]))
+    with pytest.raises(datafusion_zarr.ZarrError, match=r"column t, row 1: the value is not a whole number of its source's units"):
+        datafusion_zarr.write_zarr(table, str(tmp_path / "t.zarr"))
+    assert not any(tmp_path.iterdir()), "a refused write leaves nothing"
+    # keep_attributes=False writes them as they are.
+    datafusion_zarr.write_zarr(table, str(tmp_path / "t.zarr"), keep_attributes=False)
+    assert pd.Timestamp(xr.open_zarr(tmp_path / "t.zarr")["t"].values[1]) == pd.Timestamp("2000-01-02 12:00")

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, AsArray, Float64Array, Int64Array};
+use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Float64Type, Int64Type, TimeUnit};
 use arrow::error::ArrowError;
@@ -59,6 +59,12 @@ pub(crate) enum EncodeError {
         /// The value's index in the values.
         index: usize,
     },
+    /// The value at `index` is beyond what the stored type holds, or (packing, asked to be
+    /// exact) the packed number does not give it back.
+    DoesNotFit {
+        /// The value's index in the values.
+        index: usize,
+    },
 }
 
 /// `values` as an existing array stores them under its CF decoding `cf` (the inverse of
@@ -93,9 +99,47 @@ pub(crate) fn encode(values: &ArrayRef, cf: &CfDecoding) -> Result<ArrayRef, Enc
         }
         CfKind::Masked => None,
     };
-    match counts {
-        Some(counts) => cast_to(&counts, &cf.stored),
-        None => cast_to(values, &cf.stored),
+    let encoded = match counts {
+        Some(counts) => cast_to(&counts, &cf.stored)?,
+        None => cast_to(values, &cf.stored)?,
+    };
+    // A value beyond the stored type's range is cast to NULL: refused, not lost.
+    if encoded.null_count() != values.null_count() {
+        let index = (0..values.len()).find(|&i| encoded.is_null(i) && values.is_valid(i));
+        return Err(EncodeError::DoesNotFit {
+            index: index.unwrap_or(0),
+        });
+    }
+    Ok(encoded)
+}
+
+/// [`encode`], and for packed numbers only where unpacking gives every value back bit for bit
+/// (a value packing would round, or that would unpack as missing, is refused by its index):
+/// numbers read from a packed array and written again under the same packing always are.
+pub(crate) fn encode_exactly(values: &ArrayRef, cf: &CfDecoding) -> Result<ArrayRef, EncodeError> {
+    let encoded = encode(values, cf)?;
+    if cf.kind != CfKind::Scaled {
+        return Ok(encoded);
+    }
+    let first = |index: Option<usize>| EncodeError::DoesNotFit {
+        index: index.unwrap_or(0),
+    };
+    let back = super::decode::decode(&encoded, cf).map_err(|f| first(f.index))?;
+    let given = cast(values, &DataType::Float64).map_err(|error| EncodeError::Cast {
+        to: DataType::Float64,
+        error,
+    })?;
+    let (back, given) = (
+        back.as_primitive::<Float64Type>(),
+        given.as_primitive::<Float64Type>(),
+    );
+    let same = |i: usize| match (given.is_valid(i), back.is_valid(i)) {
+        (true, true) => given.value(i).to_bits() == back.value(i).to_bits(),
+        (given_valid, back_valid) => given_valid == back_valid,
+    };
+    match (0..given.len()).find(|&i| !same(i)) {
+        Some(index) => Err(first(Some(index))),
+        None => Ok(encoded),
     }
 }
 
@@ -194,5 +238,37 @@ mod tests {
         let stored: ArrayRef = Arc::new(Int16Array::from(vec![0, 7, -4]));
         let decoded = decode(&stored, &cf).ok().unwrap();
         assert_eq!(encode(&decoded, &cf).unwrap().as_ref(), stored.as_ref());
+    }
+
+    /// A value beyond the stored type is refused by its index, never cast to NULL; packing
+    /// asked to be exact refuses a value it would round, and one that would unpack as missing.
+    #[test]
+    fn what_the_stored_type_cannot_hold_is_refused() {
+        let mut packed = Map::new();
+        packed.insert("scale_factor".into(), json!(0.5));
+        packed.insert("add_offset".into(), json!(10.0));
+        packed.insert("_FillValue".into(), json!(-32767));
+        let cf = decoding(&DataType::Int16, &packed, None).unwrap();
+        let values: ArrayRef = Arc::new(Float64Array::from(vec![Some(10.0), None, Some(1e9)]));
+        assert!(matches!(
+            encode(&values, &cf),
+            Err(EncodeError::DoesNotFit { index: 2 })
+        ));
+        let values: ArrayRef = Arc::new(Float64Array::from(vec![Some(10.5), None, Some(10.25)]));
+        assert!(encode(&values, &cf).is_ok(), "packing rounds, as xarray's");
+        assert!(matches!(
+            encode_exactly(&values, &cf),
+            Err(EncodeError::DoesNotFit { index: 2 })
+        ));
+        let fill = 10.0 + 0.5 * -32767.0;
+        let values: ArrayRef = Arc::new(Float64Array::from(vec![10.5, fill]));
+        assert!(matches!(
+            encode_exactly(&values, &cf),
+            Err(EncodeError::DoesNotFit { index: 1 })
+        ));
+        let values: ArrayRef = Arc::new(Float64Array::from(vec![Some(10.5), None, Some(-5.0)]));
+        let exact = encode_exactly(&values, &cf).unwrap();
+        let exact = exact.as_primitive::<arrow::datatypes::Int16Type>();
+        assert_eq!(exact.iter().collect::<Vec<_>>(), [Some(1), None, Some(-30)]);
     }
 }

@@ -7,7 +7,7 @@ use arrow::datatypes::{DataType, Field};
 use serde_json::{Map, Value, json};
 
 use super::options::{ChunkCompression, StringEncoding, WriteOptions, ZarrVersion};
-use crate::cf;
+use crate::cf::{self, CfDecoding, CfKind};
 use crate::error::{Result, ZarrError};
 use crate::node::ElementKind;
 
@@ -99,6 +99,10 @@ pub(crate) struct ColumnSpec {
     /// Strings: the width of its source array (`<U16` stays `<U16` where its strings fit;
     /// `keep_attributes`), the least the column is written at without `string_length`.
     pub source_width: Option<Utf32Width>,
+    /// The CF encoding of its source array that its values are encoded with again
+    /// (`keep_attributes`): times and durations counted in the source's `units`, packed
+    /// numbers packed with its `scale_factor` and `add_offset`, exactly, in its stored type.
+    pub cf: Option<CfDecoding>,
 }
 
 impl ColumnSpec {
@@ -129,6 +133,7 @@ impl ColumnSpec {
             null,
             attributes: Map::new(),
             source_width: None,
+            cf: None,
         })
     }
 }
@@ -183,6 +188,9 @@ pub(crate) fn column_spec(field: &Field, options: &WriteOptions) -> Result<Colum
             )));
         }
     };
+    if let Some(spec) = encoded_as_its_source(field, &value_type, options)? {
+        return Ok(spec);
+    }
     // Times, dates and durations: NumPy's int64 with CF's attributes, NULL as NaT.
     let written = cf::encode::attributes(&value_type).unwrap_or_default();
     let source = match options.keep_attributes {
@@ -234,7 +242,122 @@ pub(crate) fn column_spec(field: &Field, options: &WriteOptions) -> Result<Colum
         null,
         attributes,
         source_width,
+        cf: None,
     })
+}
+
+/// The array of a column read from a CF-encoded array (times counted in `units`, packed
+/// numbers), encoded again as its source was, if it was and `keep_attributes` holds: the
+/// source's stored type and attributes (but `_ARRAY_DIMENSIONS`, which the writer sets), its
+/// `_FillValue` for a NULL (`null_value` wins). `None` where the stored type would have no
+/// value for a NULL (no `_FillValue`, not a float, not a time in `int64`): such a column is
+/// written as the writer writes its type.
+fn encoded_as_its_source(
+    field: &Field,
+    value_type: &DataType,
+    options: &WriteOptions,
+) -> Result<Option<ColumnSpec>> {
+    let metadata = field.metadata();
+    let source = || {
+        let attributes = field_metadata::attributes_in(metadata, field_metadata::ATTRIBUTES)?;
+        let stored = stored_type(metadata.get(field_metadata::DATA_TYPE)?)?;
+        let v2_fill = field_metadata::v2_fill_in(metadata);
+        let cf = cf::attributes::decoding(&stored, &attributes, v2_fill.as_ref())?;
+        Some((attributes, cf))
+    };
+    let Some((mut attributes, cf)) = options.keep_attributes.then(source).flatten() else {
+        return Ok(None);
+    };
+    let decoded_as_read = matches!(
+        (&cf.kind, value_type),
+        (
+            CfKind::Time { .. },
+            DataType::Timestamp(_, _) | DataType::Date32 | DataType::Date64
+        ) | (CfKind::Duration { .. }, DataType::Duration(_))
+            | (CfKind::Scaled, DataType::Float64)
+    );
+    let Some((v3_type, size)) = fixed_type(&cf.stored) else {
+        return Ok(None);
+    };
+    if !decoded_as_read || cf.reinterpret {
+        return Ok(None);
+    }
+    attributes.remove("_ARRAY_DIMENSIONS");
+    attributes.remove("_FillValue");
+    let fill = field_metadata::mask_in(metadata);
+    let null = match null_value(field.name(), v3_type, options)? {
+        NullRule::Refused => match fill.and_then(|f| stored_fill(v3_type, &f)) {
+            Some((bytes, json)) => {
+                attributes.insert("_FillValue".into(), json.clone());
+                NullRule::Value { bytes, json }
+            }
+            None if cf.stored.is_floating() => NullRule::NaN,
+            None if v3_type == "int64" && cf.kind != CfKind::Scaled => NullRule::NaT,
+            None => return Ok(None),
+        },
+        given => given,
+    };
+    Ok(Some(ColumnSpec {
+        name: field.name().clone(),
+        v3_type,
+        storage: Storage::Fixed { size },
+        cast_to: None,
+        null,
+        attributes,
+        source_width: None,
+        cf: Some(cf),
+    }))
+}
+
+/// The Arrow type of fixed-size numbers a source data type names: V3's `int16`, `float32`, …;
+/// V2's NumPy `<i2`, `>f4`, `|u1`, ….
+fn stored_type(data_type: &str) -> Option<DataType> {
+    let name = match data_type.strip_prefix(['<', '>', '|', '=']) {
+        Some(code) => match code {
+            "i1" => "int8",
+            "i2" => "int16",
+            "i4" => "int32",
+            "i8" => "int64",
+            "u1" => "uint8",
+            "u2" => "uint16",
+            "u4" => "uint32",
+            "u8" => "uint64",
+            "f2" => "float16",
+            "f4" => "float32",
+            "f8" => "float64",
+            _ => return None,
+        },
+        None => data_type,
+    };
+    Some(match name {
+        "int8" => DataType::Int8,
+        "int16" => DataType::Int16,
+        "int32" => DataType::Int32,
+        "int64" => DataType::Int64,
+        "uint8" => DataType::UInt8,
+        "uint16" => DataType::UInt16,
+        "uint32" => DataType::UInt32,
+        "uint64" => DataType::UInt64,
+        "float16" => DataType::Float16,
+        "float32" => DataType::Float32,
+        "float64" => DataType::Float64,
+        _ => return None,
+    })
+}
+
+/// `fill` (a source's `_FillValue`) as an element of the number type `v3_type` and its JSON
+/// form: integers as [`integer_fill`], floats as NumPy's (`"NaN"`, or a number).
+fn stored_fill(v3_type: &str, fill: &Value) -> Option<(Vec<u8>, Value)> {
+    let float = match fill {
+        Value::String(text) if text == "NaN" => f64::NAN,
+        Value::Number(n) => n.as_f64()?,
+        _ => return integer_fill(v3_type, fill),
+    };
+    match v3_type {
+        "float32" => Some(((float as f32).to_ne_bytes().to_vec(), fill.clone())),
+        "float64" => Some((float.to_ne_bytes().to_vec(), fill.clone())),
+        _ => integer_fill(v3_type, fill),
+    }
 }
 
 /// The attributes a column keeps of its source array's, `source`: all but those that described

@@ -8,6 +8,7 @@ use arrow::datatypes::DataType;
 
 use super::column::{ColumnSpec, NullRule, Storage, Utf32Width};
 use crate::cf::NAT;
+use crate::cf::encode::{EncodeError, encode_exactly};
 use crate::error::{Result, ZarrError};
 
 /// The error for row `row` of `column`.
@@ -19,8 +20,47 @@ pub(crate) fn row_error(column: &str, row: u64, rule: &str) -> ZarrError {
     }
 }
 
-/// `array` as the column stores it (cast to its storage type).
-pub(crate) fn prepared(spec: &ColumnSpec, array: &ArrayRef) -> Result<ArrayRef> {
+/// `array` as the column stores it (cast to its storage type, or encoded as its source was);
+/// its first row is row `first` of the table.
+pub(crate) fn prepared(spec: &ColumnSpec, array: &ArrayRef, first: u64) -> Result<ArrayRef> {
+    if let Some(cf) = &spec.cf {
+        let row = |index: usize| first.saturating_add(index as u64);
+        return encode_exactly(array, cf).map_err(|e| match e {
+            EncodeError::Cast { to, error } => ZarrError::Option(format!(
+                "column {}: cannot store it as {to}: {error}",
+                spec.name
+            )),
+            EncodeError::Temporal(error) => {
+                ZarrError::Option(format!("column {}: {error}", spec.name))
+            }
+            EncodeError::NotWhole { index } => row_error(
+                &spec.name,
+                row(index),
+                &format!(
+                    "the value is not a whole number of its source's units ({}): give \
+                     keep_attributes 'false' to write it in the writer's units",
+                    spec.attributes
+                        .get("units")
+                        .unwrap_or(&serde_json::Value::Null)
+                ),
+            ),
+            EncodeError::DoesNotFit { index } => row_error(
+                &spec.name,
+                row(index),
+                &format!(
+                    "the value does not fit its source's encoding ({}{}): give \
+                     keep_attributes 'false' to write it as it is",
+                    spec.v3_type,
+                    match cf.scale {
+                        Some((scale, offset)) => {
+                            format!(", scale_factor {scale}, add_offset {offset}")
+                        }
+                        None => String::new(),
+                    }
+                ),
+            ),
+        });
+    }
     match &spec.cast_to {
         Some(to) => cast(array, to).map_err(|e| {
             ZarrError::Option(format!(

@@ -113,7 +113,7 @@ declare_options! {
         keep_attributes: bool = true,
             parse boolean,
             values "`true` (default), `false`",
-            meaning "a column read from a Zarr array is written with its source's attributes (and a masked integer's `_FillValue`), a group's table with the group's; `false`: only what the writer sets (docs/writing.md, Round trips)";
+            meaning "a column read from a Zarr array is written with its source's attributes and CF encoding (times in its units, packing, its stored type and `_FillValue`), a group's table with the group's; `false`: only what the writer sets (docs/writing.md, Round trips)";
         /// The group's attributes.
         attributes: Map<String, Value> = Map::new(),
             parse json_object,

@@ -268,6 +268,14 @@ impl AppendColumn {
         encode(values, cf).map_err(|e| match e {
             EncodeError::Cast { to, error } => self.cast_error(&to, error),
             EncodeError::Temporal(error) => self.error(error.to_string()),
+            EncodeError::DoesNotFit { index } => row_error(
+                &self.spec.name,
+                first.saturating_add(index as u64),
+                &format!(
+                    "the value does not fit the array's {}",
+                    self.array.data_type_name
+                ),
+            ),
             EncodeError::NotWhole { index } => row_error(
                 &self.spec.name,
                 first.saturating_add(index as u64),

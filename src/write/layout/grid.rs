@@ -213,7 +213,7 @@ async fn spill(
             }
         }
         for (c, (position, spec)) in layout.data.iter().enumerate() {
-            let column = prepared(spec, batch.column(*position))?;
+            let column = prepared(spec, batch.column(*position), rows)?;
             if spec.storage == Storage::Utf32 {
                 let (n, null) = longest_string(spec, &column, rows)?;
                 longest[c] = longest[c].max(n);
@@ -454,7 +454,7 @@ async fn write_coordinate(
     target: &Target,
     options: &WriteOptions,
 ) -> Result<Vec<(&'static str, serde_json::Value)>> {
-    let values = prepared(spec, values)?;
+    let values = prepared(spec, values, 0)?;
     let rows = values.len() as u64;
     let shape = ArrayShape {
         shape: vec![rows],
@@ -557,7 +557,7 @@ fn fill_group(
         let positions = positions(&batch, layout, spill)?;
         let prepared_columns: Vec<ArrayRef> = data
             .iter()
-            .map(|(position, spec)| prepared(spec, batch.column(*position)))
+            .map(|(position, spec)| prepared(spec, batch.column(*position), first_row))
             .collect::<Result<_>>()?;
         for (row, at) in positions.iter().enumerate() {
             let Some(&p0) = at.first() else { continue };

@@ -121,7 +121,7 @@ async fn write_table_with(
         let arrays = columns
             .iter()
             .zip(batch.columns())
-            .map(|(column, array)| prepared(&column.spec, array))
+            .map(|(column, array)| prepared(&column.spec, array, rows))
             .collect::<Result<Vec<_>>>()?;
         let units = match units {
             Some(u) => u,
