@@ -352,6 +352,16 @@ fn trailing_nul_error(spec: &ColumnSpec, row: u64) -> ZarrError {
     )
 }
 
+/// The bytes of the variable-length values of `array` (strings as UTF-8, or bytes), NULLs
+/// none: what a variable-length column of it holds.
+pub(crate) fn vlen_bytes(spec: &ColumnSpec, array: &ArrayRef) -> Result<u64> {
+    let sum = |lengths: &mut dyn Iterator<Item = usize>| lengths.map(|n| n as u64).sum::<u64>();
+    Ok(match spec.storage {
+        Storage::VlenUtf8 => sum(&mut strings(array)?.map(|v| v.map_or(0, str::len))),
+        _ => sum(&mut binaries(array)?.map(|v| v.map_or(0, <[u8]>::len))),
+    })
+}
+
 /// Appends the variable-length values of `array` (strings as UTF-8, or bytes) to `bytes`,
 /// and each value's end to `offsets`; returns whether a NULL was seen.
 pub(crate) fn append_vlen(

@@ -31,13 +31,22 @@ use crate::write::column::{
     element_size, group_documents,
 };
 use crate::write::elements::{
-    append_fixed, append_utf32, longest_string, null_element, prepared, row_error,
+    self, append_fixed, append_utf32, append_vlen, longest_string, null_element, prepared,
+    row_error,
 };
 use crate::write::options::{TARGET_CHUNK_BYTES, WriteOptions};
 use crate::write::target::Target;
 
 /// The cells held in memory at once while writing, in bytes.
 pub(crate) const GROUP_BYTES: u64 = 256 << 20;
+
+/// What a variable-length cell costs beside its bytes: where they are in its group.
+const VLEN_CELL_BYTES: u64 = 2 * std::mem::size_of::<usize>() as u64;
+
+/// Whether a column's values are of variable length (strings as UTF-8, bytes).
+fn is_vlen(spec: &ColumnSpec) -> bool {
+    matches!(spec.storage, Storage::VlenUtf8 | Storage::VlenBytes)
+}
 
 /// Writes `stream` in the N-D `layout` into `target`; returns the rows written.
 pub(in crate::write) async fn write_grid(
@@ -88,23 +97,7 @@ impl GridLayout {
             if dimensions.contains(&position) {
                 continue;
             }
-            let spec = column_spec(field, options)?;
-            if matches!(spec.storage, Storage::VlenUtf8 | Storage::VlenBytes) {
-                return Err(ZarrError::Option(format!(
-                    "column {}: the N-D layout writes fixed-size elements (strings as \
-                     fixed_length_utf32); variable-length values are not written in it",
-                    field.name()
-                )));
-            }
-            data.push((position, spec));
-        }
-        for spec in &coordinates {
-            if spec.storage != Storage::Utf32 && !matches!(spec.storage, Storage::Fixed { .. }) {
-                return Err(ZarrError::Option(format!(
-                    "dimension {}: a coordinate is a number, a time or a string",
-                    spec.name
-                )));
-            }
+            data.push((position, column_spec(field, options)?));
         }
         Ok(Self {
             dimensions,
@@ -138,6 +131,8 @@ struct Spill {
     coordinate_longest: Vec<u64>,
     /// Whether a data column held a NULL.
     saw_null: Vec<bool>,
+    /// The bytes of each variable-length data column's values (0 for others).
+    vlen_bytes: Vec<u64>,
 }
 
 async fn spill(
@@ -182,6 +177,7 @@ async fn spill(
     let mut longest = vec![0u64; layout.data.len()];
     let mut coordinate_longest = vec![0u64; layout.coordinates.len()];
     let mut saw_null = vec![false; layout.data.len()];
+    let mut vlen_bytes = vec![0u64; layout.data.len()];
     while let Some(batch) = stream.next().await {
         let batch = batch.map_err(|e| target.error(format!("the query failed: {e}")))?;
         for (d, &position) in layout.dimensions.iter().enumerate() {
@@ -221,6 +217,9 @@ async fn spill(
             } else {
                 saw_null[c] |= column.null_count() > 0;
             }
+            if is_vlen(spec) {
+                vlen_bytes[c] = vlen_bytes[c].saturating_add(elements::vlen_bytes(spec, &column)?);
+            }
         }
         writer
             .write(&batch)
@@ -237,6 +236,7 @@ async fn spill(
         longest,
         coordinate_longest,
         saw_null,
+        vlen_bytes,
     })
 }
 
@@ -303,7 +303,7 @@ async fn write_grid_with(
     for (_, spec) in &mut data {
         if holes && spec.null == NullRule::Refused {
             match spec.v3_type {
-                "bool" | "fixed_length_utf32" => {
+                "bool" | "fixed_length_utf32" | "string" | "variable_length_bytes" => {
                     return Err(ZarrError::Option(format!(
                         "column {}: the grid has cells no row fills ({} rows, {cells} cells), \
                          and {} has no missing value: give the option null_value",
@@ -332,10 +332,14 @@ async fn write_grid_with(
             (spec.storage == Storage::Utf32).then_some(width)
         })
         .collect();
-    let widths: Vec<u64> = data
-        .iter()
-        .zip(&string_widths)
-        .map(|((_, spec), &width)| element_size(spec, width))
+    // A variable-length column's cells: their mean size, and where each is in its group.
+    let widths: Vec<u64> = (data.iter().zip(&string_widths).zip(&spill.vlen_bytes))
+        .map(|(((_, spec), &width), &bytes)| match is_vlen(spec) {
+            true => bytes
+                .div_ceil(spill.rows.max(1))
+                .saturating_add(VLEN_CELL_BYTES),
+            false => element_size(spec, width),
+        })
         .collect();
     let widest = widths.iter().copied().max().unwrap_or(8);
     let chunks = match options.chunks.is_empty() {
@@ -474,7 +478,12 @@ async fn write_coordinate(
             append_fixed(spec, &values, 0, &mut bytes)?;
             encoder.encode_fixed(bytes, size as u64)?
         }
-        _ => return Err(ZarrError::internal("a coordinate's storage")),
+        (Storage::VlenUtf8 | Storage::VlenBytes, _) => {
+            let mut ends = Vec::with_capacity(values.len());
+            append_vlen(spec, &values, 0, &mut bytes, &mut ends)?;
+            encoder.encode_vlen(bytes, ends)?
+        }
+        (Storage::Utf32, None) => return Err(ZarrError::internal("a coordinate's width")),
     };
     if rows > 0 {
         let key = format!("{}/{}", spec.name, chunk_key(&[0], options.zarr_format));
@@ -515,6 +524,17 @@ impl Group {
     }
 }
 
+/// One data column's cells of a group, in C order.
+enum Cells {
+    /// Fixed-size elements, one after another.
+    Fixed(Vec<u8>),
+    /// Variable-length values: each cell's bytes in `arena`.
+    Vlen {
+        cells: Vec<std::ops::Range<usize>>,
+        arena: Vec<u8>,
+    },
+}
+
 /// The group's cells of each data column (of elements `widths.0` bytes wide, strings
 /// `widths.1`), filled by one pass over the spill; a cell no row fills holds the column's
 /// NULL (cut to the element, padded with zeros). A second row for a cell is an error naming
@@ -526,18 +546,28 @@ fn fill_group(
     (widths, string_widths): (&[u64], &[Option<Utf32Width>]),
     spill: &mut Spill,
     options: &WriteOptions,
-) -> Result<Vec<Vec<u8>>> {
+) -> Result<Vec<Cells>> {
     let cells = usize::try_from(group.cells()).map_err(|_| ZarrError::internal("a group"))?;
-    let mut buffers: Vec<Vec<u8>> = Vec::with_capacity(data.len());
+    let mut buffers: Vec<Cells> = Vec::with_capacity(data.len());
     for ((_, spec), &width) in data.iter().zip(widths) {
+        let null = null_element(spec);
+        if is_vlen(spec) {
+            // Every cell starts as the NULL's value, the arena's first bytes.
+            let null = null.unwrap_or_default();
+            buffers.push(Cells::Vlen {
+                cells: vec![0..null.len(); cells],
+                arena: null,
+            });
+            continue;
+        }
         let mut buffer = vec![0u8; cells.saturating_mul(width as usize)];
-        if let Some(null) = null_element(spec) {
+        if let Some(null) = null {
             for cell in buffer.chunks_mut(width as usize) {
                 let n = cell.len().min(null.len());
                 cell[..n].copy_from_slice(&null[..n]);
             }
         }
-        buffers.push(buffer);
+        buffers.push(Cells::Fixed(buffer));
     }
     let mut filled = vec![false; cells];
     spill
@@ -600,6 +630,15 @@ fn fill_group(
             for (c, ((_, spec), column)) in data.iter().zip(&prepared_columns).enumerate() {
                 let width = widths[c] as usize;
                 let one = column.slice(row, 1);
+                if let Cells::Vlen { cells, arena } = &mut buffers[c] {
+                    let start = arena.len();
+                    let mut ends = Vec::with_capacity(1);
+                    append_vlen(spec, &one, table_row, arena, &mut ends)?;
+                    if let Some(slot) = cells.get_mut(cell) {
+                        *slot = start..arena.len();
+                    }
+                    continue;
+                }
                 let mut element = Vec::with_capacity(width);
                 match (spec.storage, string_widths[c]) {
                     (Storage::Utf32, Some(string_width)) => append_utf32(
@@ -616,7 +655,10 @@ fn fill_group(
                     }
                 }
                 let start = cell.saturating_mul(width);
-                let slot = buffers[c].get_mut(start..start.saturating_add(width));
+                let Cells::Fixed(buffer) = &mut buffers[c] else {
+                    continue;
+                };
+                let slot = buffer.get_mut(start..start.saturating_add(width));
                 if let (Some(slot), Some(value)) = (slot, element.get(..width)) {
                     slot.copy_from_slice(value);
                 }
@@ -650,7 +692,7 @@ fn positions(batch: &RecordBatch, layout: &GridLayout, spill: &Spill) -> Result<
 async fn write_group_chunks(
     group: &Group,
     spec: &ColumnSpec,
-    buffer: &[u8],
+    buffer: &Cells,
     width: u64,
     encoder: &ChunkEncoder,
     chunks: &[u64],
@@ -674,12 +716,22 @@ async fn write_group_chunks(
         return Ok(());
     }
     loop {
-        let chunk = extract_chunk(group, buffer, width, &index, chunks);
         let key = format!("{}/{}", spec.name, chunk_key(&index, options.zarr_format));
         let encoder = encoder.clone();
-        pipeline
-            .submit(key, move || encoder.encode_fixed(chunk, width))
-            .await?;
+        match buffer {
+            Cells::Fixed(buffer) => {
+                let chunk = extract_chunk(group, buffer, width, &index, chunks);
+                pipeline
+                    .submit(key, move || encoder.encode_fixed(chunk, width))
+                    .await?;
+            }
+            Cells::Vlen { cells, arena } => {
+                let (bytes, ends) = extract_vlen_chunk(group, cells, arena, &index, chunks);
+                pipeline
+                    .submit(key, move || encoder.encode_vlen(bytes, ends))
+                    .await?;
+            }
+        }
         // The next chunk index, in C order, within the group.
         let mut d = shape.len();
         loop {
@@ -711,38 +763,70 @@ fn extract_chunk(
     let width = width as usize;
     let cells: u64 = chunks.iter().product();
     let mut out = vec![0u8; (cells as usize).saturating_mul(width)];
+    for (slot, flat) in out
+        .chunks_mut(width.max(1))
+        .zip(chunk_cells(group, index, chunks))
+    {
+        let Some(flat) = flat else { continue };
+        let start = flat.saturating_mul(width);
+        if let Some(cell) = buffer.get(start..start.saturating_add(width)) {
+            slot.copy_from_slice(cell);
+        }
+    }
+    out
+}
+
+/// The variable-length values of chunk `index` from the group's `cells` (their bytes in
+/// `arena`), in C order, and each one's end; a slot past the grid's edge is empty.
+fn extract_vlen_chunk(
+    group: &Group,
+    cells: &[std::ops::Range<usize>],
+    arena: &[u8],
+    index: &[u64],
+    chunks: &[u64],
+) -> (Vec<u8>, Vec<usize>) {
+    let (mut bytes, mut ends) = (Vec::new(), Vec::new());
+    for flat in chunk_cells(group, index, chunks) {
+        let value = flat
+            .and_then(|flat| cells.get(flat))
+            .and_then(|range| arena.get(range.clone()));
+        bytes.extend_from_slice(value.unwrap_or_default());
+        ends.push(bytes.len());
+    }
+    (bytes, ends)
+}
+
+/// For each slot of chunk `index` in C order, the group's cell it holds (its index in the
+/// group's cells, C order), or `None` past the grid's edge.
+fn chunk_cells<'a>(
+    group: &'a Group,
+    index: &'a [u64],
+    chunks: &'a [u64],
+) -> impl Iterator<Item = Option<usize>> + 'a {
     let dims = chunks.len();
+    let cells: u64 = chunks.iter().product();
     let mut local = vec![0u64; dims];
-    for (k, slot) in out.chunks_mut(width.max(1)).enumerate() {
+    (0..cells).map(move |k| {
         // The cell's position in the chunk, C order.
-        let mut rest = k as u64;
+        let mut rest = k;
         for d in (0..dims).rev() {
             local[d] = rest % chunks[d].max(1);
             rest /= chunks[d].max(1);
         }
         let mut flat = 0u64;
-        let mut inside = true;
         for d in 0..dims {
             let mut p = index[d].saturating_mul(chunks[d]).saturating_add(local[d]);
             if d == 0 {
                 if p >= group.end {
-                    inside = false;
-                    break;
+                    return None;
                 }
-                p -= group.start;
+                p = p.saturating_sub(group.start);
             }
             if p >= group.shape[d] {
-                inside = false;
-                break;
+                return None;
             }
             flat = flat.saturating_mul(group.shape[d]).saturating_add(p);
         }
-        if inside {
-            let start = (flat as usize).saturating_mul(width);
-            if let Some(cell) = buffer.get(start..start.saturating_add(width)) {
-                slot.copy_from_slice(cell);
-            }
-        }
-    }
-    out
+        Some(flat as usize)
+    })
 }
