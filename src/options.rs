@@ -131,19 +131,26 @@ declare_options! {
             parse parse_count,
             values "a number, default 10000",
             meaning "most arrays a group's table opens (name fewer with `arrays`)";
-        /// Push filters into the scan: prune chunks on dimension columns, and evaluate string
-        /// predicates on UTF-32 code units before transcoding.
+        /// Push filters into the scan: prune chunks on dimension columns, evaluate string
+        /// predicates on UTF-32 code units before transcoding, and predicates on data
+        /// variables before their units' other columns are read.
         pushdown: bool = true,
             parse parse_bool,
             values "`true` (default), `false`",
-            meaning "use filters in the scan: chunk pruning and string predicates on UTF-32 (see [architecture](docs/architecture.md))";
+            meaning "use filters in the scan: chunk pruning, string predicates on UTF-32, and predicates on data variables before the other columns are read (see [architecture](docs/architecture.md))";
         /// Chunk fetches each partition keeps in flight, ahead of decoding: what hides the
         /// latency of a remote store. Memory grows with it (at most this many encoded chunks
         /// per partition).
         io_concurrency: usize = DEFAULT_IO_CONCURRENCY,
             parse parse_io_concurrency,
             values "1 to 4096, default 64",
-            meaning "chunk fetches each partition keeps in flight ahead of decoding (what hides a remote store's latency; at most 256 MiB of declared chunk bytes per partition)";
+            meaning "chunk fetches each partition keeps in flight ahead of decoding (what hides a remote store's latency; at most `read_ahead_bytes` of declared chunk bytes per partition)";
+        /// Declared chunk bytes each partition may hold in fetches ahead: by default 32 MiB from
+        /// a local store (its reads wait on no network) and 256 MiB from a remote one.
+        read_ahead_bytes: Option<u64> = None,
+            parse parse_read_ahead_bytes,
+            values "bytes, default 32 MiB (local) or 256 MiB (remote)",
+            meaning "declared chunk bytes each partition may hold in fetches ahead of decoding (at least one unit is always fetched): memory against hiding a store's latency";
         /// Icechunk: the branch whose tip is read (`main` when no version is named), or whose
         /// history `as_of` searches.
         branch: Option<String> = None,
@@ -319,6 +326,10 @@ fn parse_arrays(_key: &str, value: &str) -> Result<Option<Vec<String>>> {
         ));
     }
     Ok(Some(names))
+}
+
+fn parse_read_ahead_bytes(key: &str, value: &str) -> Result<Option<u64>> {
+    parse_size(key, value).map(Some)
 }
 
 fn parse_io_concurrency(key: &str, value: &str) -> Result<usize> {

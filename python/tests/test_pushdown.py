@@ -78,3 +78,25 @@ def test_pushed_filters_give_the_same_rows_as_no_pushdown(ctx) -> None:
         assert on.num_rows > 0, where
         assert on.column(1).to_pylist() == off.column(1).to_pylist(), where
         assert on.column(0).to_pylist() == off.column(0).to_pylist(), where
+
+
+def test_a_predicate_on_a_data_variable_reads_the_other_columns_only_where_rows_match(ctx, tmp_path) -> None:
+    """Late materialisation across the FFI: a filter on `a` is evaluated in the scan, and `b`
+    is fetched only for the one unit of ten with matching rows."""
+    import numpy as np
+    import zarr
+
+    path = tmp_path / "floats.zarr"
+    group = zarr.open_group(path, mode="w", zarr_format=3)
+    n = 100_000
+    for name, values in {"a": np.arange(n) / 10.0, "b": np.arange(n) * 2.0}.items():
+        array = group.create_array(name, shape=(n,), chunks=(10_000,), dtype="f8", dimension_names=["i"])
+        array[:] = values
+    ctx.register_table("floats", datafusion_zarr.ZarrTable(str(path)))
+    sql = "SELECT sum(b) AS s FROM floats WHERE a >= 9500"
+    plan = plan_text(ctx, f"EXPLAIN ANALYZE {sql}")
+    assert "decoded_filters=[" in plan, plan
+    assert metric(plan, "units_without_matches") == 9, plan
+    assert metric(plan, "chunks_read") == 11, plan
+    got = ctx.sql(sql).to_arrow_table().column("s").to_pylist()
+    assert got == [float((np.arange(n)[95_000:] * 2.0).sum())]

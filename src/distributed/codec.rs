@@ -24,7 +24,8 @@ use crate::error::{Result, ZarrError};
 use crate::factory::open_blocking;
 use crate::provider::ZarrTable;
 use crate::scan::{
-    ChunkSelection, FileScanParts, RawFilter, ScanFilter, ScanParts, ZarrScanExec, file_scan_parts,
+    ChunkSelection, DecodedFilter, FileScanParts, RawFilter, ScanFilter, ScanParts, ZarrScanExec,
+    file_scan_parts,
 };
 
 /// The logical codec: carries a [`ZarrTable`] as its store URL and options, and hands every
@@ -184,12 +185,20 @@ impl ZarrPhysicalCodec {
         proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> DFResult<ScanWire> {
         let parts = scan.parts();
-        let mut filters = Vec::with_capacity(parts.raw_filters.len());
-        for filter in &parts.raw_filters {
-            let expr = proto_converter.physical_expr_to_proto(filter.expr(), self)?;
+        // The UTF-32 filters, then the decoded ones: each is parsed again where it arrives, as
+        // a UTF-32 filter if it is one (as where it was planned), else as a decoded one.
+        let shown = (parts.raw_filters.iter().map(|f| (f.expr(), f.to_string()))).chain(
+            parts
+                .decoded_filters
+                .iter()
+                .map(|f| (f.expr(), f.to_string())),
+        );
+        let mut filters = Vec::new();
+        for (expr, display) in shown {
+            let expr = proto_converter.physical_expr_to_proto(expr, self)?;
             filters.push(FilterWire {
                 expr: expr.encode_to_vec(),
-                display: filter.to_string(),
+                display,
             });
         }
         Ok(ScanWire {
@@ -219,6 +228,7 @@ impl ZarrPhysicalCodec {
         let model = table.model().clone();
         let decode = PhysicalPlanDecodeContext::new(ctx, self);
         let mut raw_filters = Vec::with_capacity(payload.filters.len());
+        let mut decoded_filters = Vec::new();
         for filter in payload.filters {
             let node = PhysicalExprNode::decode(filter.expr.as_slice()).map_err(|e| {
                 ZarrError::internal(format!(
@@ -227,14 +237,19 @@ impl ZarrPhysicalCodec {
                 ))
             })?;
             let expr = proto_converter.proto_to_physical_expr(&node, &model.schema, &decode)?;
-            let raw =
-                RawFilter::parse(&model, &ScanFilter::from_physical(expr)).ok_or_else(|| {
-                    ZarrError::internal(format!(
-                        "the filter {} of the scan of {} is not a UTF-32 filter of this table",
-                        filter.display, model.display
-                    ))
-                })?;
-            raw_filters.push(raw.shown_as(filter.display));
+            let scan_filter = ScanFilter::from_physical(expr);
+            if let Some(raw) = RawFilter::parse(&model, &scan_filter) {
+                raw_filters.push(raw.shown_as(filter.display));
+                continue;
+            }
+            let decoded = DecodedFilter::parse(&model, &scan_filter).ok_or_else(|| {
+                ZarrError::internal(format!(
+                    "the filter {} of the scan of {} is not a filter this table's scan \
+                     evaluates",
+                    filter.display, model.display
+                ))
+            })?;
+            decoded_filters.push(decoded.shown_as(filter.display));
         }
         let parts = ScanParts {
             projection: payload.projection,
@@ -245,6 +260,7 @@ impl ZarrPhysicalCodec {
                 predicate: payload.pruning_predicate,
             },
             raw_filters,
+            decoded_filters,
             partition_rows: payload.partition_rows,
             total_rows: payload.total_rows,
             limit: payload.limit,

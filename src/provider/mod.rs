@@ -22,7 +22,9 @@ use crate::error::Result;
 use crate::node::Node;
 use crate::options::ZarrOptions;
 use crate::progress::ScanProgress;
-use crate::scan::{RawFilter, ScanFilter, UnitGrid, ZarrScanExec, row_order, select_chunks};
+use crate::scan::{
+    DecodedFilter, RawFilter, ScanFilter, UnitGrid, ZarrScanExec, row_order, select_chunks,
+};
 use crate::table::{ColumnSource, TableModel};
 
 /// A Zarr array or group as a DataFusion table. Opening it reads metadata only; scans read
@@ -198,8 +200,10 @@ impl TableProvider for ZarrTable {
         Some(Statistics::new_unknown(&model.schema).with_num_rows(rows))
     }
 
-    /// Filters on dimension (index or coordinate) columns prune chunks; DataFusion still
-    /// applies them to the rows read, so they are inexact.
+    /// Filters on dimension (index or coordinate) columns prune chunks, string predicates are
+    /// evaluated on UTF-32 code units, and predicates on value columns on their decoded values
+    /// before the other columns are read; all inexact here (DataFusion applies them again, unless
+    /// the scan claims them when the physical plan is optimized).
     fn supports_filters_pushdown(
         &self,
         filters: &[&Expr],
@@ -211,7 +215,9 @@ impl TableProvider for ZarrTable {
             .map(|f| {
                 let usable = model.options.pushdown
                     && ScanFilter::from_logical(&model, f, &props).is_ok_and(|f| {
-                        f.is_dimension_filter(&model) || RawFilter::parse(&model, &f).is_some()
+                        f.is_dimension_filter(&model)
+                            || RawFilter::parse(&model, &f).is_some()
+                            || DecodedFilter::parse(&model, &f).is_some()
                     });
                 if usable {
                     TableProviderFilterPushDown::Inexact
@@ -258,6 +264,12 @@ impl TableProvider for ZarrTable {
             filters
                 .iter()
                 .filter_map(|f| RawFilter::parse(&model, f))
+                .collect(),
+        )
+        .with_decoded_filters(
+            (filters.iter())
+                .filter(|f| RawFilter::parse(&model, f).is_none())
+                .filter_map(|f| DecodedFilter::parse(&model, f))
                 .collect(),
         );
         match self.for_cluster {

@@ -28,7 +28,9 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 
 use super::stream::{PartitionScan, ScanMetrics, ScanSpec};
-use super::{ChunkSelection, MAX_PLANNED_UNITS, RawFilter, ScanFilter, UnitGrid, ordered};
+use super::{
+    ChunkSelection, DecodedFilter, MAX_PLANNED_UNITS, RawFilter, ScanFilter, UnitGrid, ordered,
+};
 use crate::error::{Result, ZarrError};
 use crate::progress::ScanProgress;
 use crate::table::{ColumnSource, TableModel};
@@ -49,6 +51,9 @@ pub struct ZarrScanExec {
     selection: Arc<ChunkSelection>,
     /// String predicates evaluated on UTF-32 code units before transcoding.
     raw_filters: Arc<Vec<RawFilter>>,
+    /// Predicates on value columns evaluated on their decoded values before the other
+    /// columns are read.
+    decoded_filters: Arc<Vec<DecodedFilter>>,
     /// Filters DataFusion updates while the query runs (TopK thresholds, hash join bounds),
     /// checked before each work unit is read.
     dynamic_filters: Vec<Arc<dyn PhysicalExpr>>,
@@ -127,6 +132,7 @@ impl ZarrScanExec {
             total_rows,
             selection: Arc::new(selection),
             raw_filters: Arc::new(Vec::new()),
+            decoded_filters: Arc::new(Vec::new()),
             dynamic_filters: Vec::new(),
             limit,
             lanes: 0,
@@ -143,6 +149,17 @@ impl ZarrScanExec {
             .filter(|f| self.projection.contains(&f.column))
             .collect();
         self.raw_filters = Arc::new(filters);
+        self
+    }
+
+    /// Evaluates `filters` on the decoded values of their columns (only those whose columns
+    /// are all projected apply).
+    pub(crate) fn with_decoded_filters(mut self, filters: Vec<DecodedFilter>) -> Self {
+        let filters = filters
+            .into_iter()
+            .filter(|f| f.columns.iter().all(|c| self.projection.contains(c)))
+            .collect();
+        self.decoded_filters = Arc::new(filters);
         self
     }
 
@@ -185,7 +202,7 @@ impl ZarrScanExec {
         if self.partitions.len() < 2 || self.limit.is_some() || self.lanes > 0 {
             return None;
         }
-        let mut scan = self.with_filters(self.raw_filters.as_ref().clone());
+        let mut scan = self.with_filters(self.filters());
         let properties = PlanProperties::new(
             self.properties.equivalence_properties().clone(),
             Partitioning::UnknownPartitioning(1),
@@ -290,6 +307,7 @@ pub(crate) struct ScanParts {
     pub(crate) partitions: Vec<Vec<Range<u64>>>,
     pub(crate) selection: ChunkSelection,
     pub(crate) raw_filters: Vec<RawFilter>,
+    pub(crate) decoded_filters: Vec<DecodedFilter>,
     pub(crate) partition_rows: Vec<Option<u64>>,
     pub(crate) total_rows: Option<u64>,
     pub(crate) limit: Option<usize>,
@@ -309,6 +327,7 @@ impl ZarrScanExec {
             partitions: self.partitions.clone(),
             selection: self.selection.as_ref().clone(),
             raw_filters: self.raw_filters.as_ref().clone(),
+            decoded_filters: self.decoded_filters.as_ref().clone(),
             partition_rows: self.partition_rows.clone(),
             total_rows: self.total_rows,
             limit: self.limit,
@@ -364,6 +383,7 @@ impl ZarrScanExec {
             partitions: parts.partitions,
             selection: Arc::new(parts.selection),
             raw_filters: Arc::new(parts.raw_filters),
+            decoded_filters: Arc::new(parts.decoded_filters),
             dynamic_filters: Vec::new(),
             partition_rows: parts.partition_rows,
             total_rows: parts.total_rows,
@@ -384,6 +404,10 @@ impl ZarrScanExec {
         if !self.raw_filters.is_empty() {
             let shown = self.raw_filters.iter().map(|r| r.to_string()).collect();
             fields.push(("utf32_filters", list(shown)));
+        }
+        if !self.decoded_filters.is_empty() {
+            let shown = self.decoded_filters.iter().map(|r| r.to_string()).collect();
+            fields.push(("decoded_filters", list(shown)));
         }
         if let Some(p) = &self.selection.predicate {
             let pruned = self.selection.pruned();
@@ -551,7 +575,7 @@ impl ExecutionPlan for ZarrScanExec {
         if phase == FilterPushdownPhase::Post {
             // Dynamic filters (and any other late ones) only prune: DataFusion keeps applying
             // them, so none is claimed.
-            let mut node = self.with_filters(self.raw_filters.as_ref().clone());
+            let mut node = self.with_filters(self.filters());
             node.dynamic_filters
                 .extend(parents.iter().map(|p| Arc::clone(&p.filter)));
             return Ok(
@@ -560,47 +584,68 @@ impl ExecutionPlan for ZarrScanExec {
             );
         }
         let filters: Vec<&Arc<dyn PhysicalExpr>> = parents.iter().map(|p| &p.filter).collect();
-        let (answers, raw) = self.claim_filters(&filters, true);
+        let (answers, claimed) = self.claim_filters(&filters, true);
         let result = FilterPushdownPropagation::with_parent_pushdown_result(answers);
-        if raw.len() == self.raw_filters.len()
+        if claimed.0.len() == self.raw_filters.len()
+            && claimed.1.len() == self.decoded_filters.len()
             && !result.filters.iter().any(|p| matches!(p, PushedDown::Yes))
         {
             return Ok(result);
         }
-        let node = self.with_filters(raw);
+        let node = self.with_filters(claimed);
         Ok(result.with_updated_node(Arc::new(node) as Arc<dyn ExecutionPlan>))
     }
 }
 
 impl ZarrScanExec {
-    /// For each of `filters`, whether this scan evaluates it exactly on UTF-32 code units, and
-    /// the scan's UTF-32 filters after it: with `add`, a string predicate on a projected column
-    /// that the scan does not evaluate yet is added and claimed; without, only those it already
-    /// evaluates are claimed.
+    /// For each of `filters`, whether this scan evaluates it exactly (on UTF-32 code units, or
+    /// on the decoded values of its columns), and the scan's filters after it: with `add`, a
+    /// filter on projected columns that the scan does not evaluate yet is added and claimed;
+    /// without, only those it already evaluates are claimed.
     fn claim_filters(
         &self,
         filters: &[&Arc<dyn PhysicalExpr>],
         add: bool,
-    ) -> (Vec<PushedDown>, Vec<RawFilter>) {
-        let mut raw: Vec<RawFilter> = self.raw_filters.as_ref().clone();
+    ) -> (Vec<PushedDown>, Filters) {
+        let (mut raw, mut decoded) = self.filters();
         let mut answers = Vec::with_capacity(filters.len());
         for filter in filters {
             let filter = ScanFilter::from_physical(Arc::clone(filter));
-            let claimed = RawFilter::parse(&self.model, &filter)
-                .filter(|r| self.projection.contains(&r.column));
+            if let Some(r) = RawFilter::parse(&self.model, &filter) {
+                let projected = self.projection.contains(&r.column);
+                answers.push(match r {
+                    r if projected && raw.iter().any(|x| x.same_as(&r)) => PushedDown::Yes,
+                    r if projected && add => {
+                        raw.push(r);
+                        PushedDown::Yes
+                    }
+                    _ => PushedDown::No,
+                });
+                continue;
+            }
+            let claimed = DecodedFilter::parse(&self.model, &filter)
+                .filter(|d| d.columns.iter().all(|c| self.projection.contains(c)));
             answers.push(match claimed {
-                Some(r) if raw.iter().any(|x| x.same_as(&r)) => PushedDown::Yes,
-                Some(r) if add => {
-                    raw.push(r);
+                Some(d) if decoded.iter().any(|x| x.same_as(&d)) => PushedDown::Yes,
+                Some(d) if add => {
+                    decoded.push(d);
                     PushedDown::Yes
                 }
                 _ => PushedDown::No,
             });
         }
-        (answers, raw)
+        (answers, (raw, decoded))
     }
 
-    /// Which of `filters` this scan already evaluates exactly on UTF-32 code units.
+    /// The filters this scan evaluates: on UTF-32 code units, and on decoded values.
+    fn filters(&self) -> Filters {
+        (
+            self.raw_filters.as_ref().clone(),
+            self.decoded_filters.as_ref().clone(),
+        )
+    }
+
+    /// Which of `filters` this scan already evaluates exactly.
     pub(super) fn claimed_filters(&self, filters: &[Arc<dyn PhysicalExpr>]) -> Vec<PushedDown> {
         let filters: Vec<&Arc<dyn PhysicalExpr>> = filters.iter().collect();
         self.claim_filters(&filters, false).0
@@ -612,9 +657,11 @@ impl ZarrScanExec {
     pub(super) fn row_statistics(&self, rows: Option<u64>) -> Statistics {
         let rows = rows
             .and_then(|r| usize::try_from(r).ok())
-            .map_or(Precision::Absent, |r| match self.raw_filters.is_empty() {
-                true => exact_rows(r),
-                false => Precision::Inexact(r),
+            .map_or(Precision::Absent, |r| {
+                match self.raw_filters.is_empty() && self.decoded_filters.is_empty() {
+                    true => exact_rows(r),
+                    false => Precision::Inexact(r),
+                }
             });
         Statistics::new_unknown(&self.schema).with_num_rows(rows)
     }
@@ -647,6 +694,7 @@ impl ZarrScanExec {
             projection: self.projection.clone(),
             schema: self.schema.clone(),
             raw_filters: self.raw_filters.clone(),
+            decoded_filters: self.decoded_filters.clone(),
             limit: self.limit,
             dynamic_filters: self.dynamic_filters.clone(),
         }
@@ -665,6 +713,7 @@ impl ZarrScanExec {
             rows_decoded: counter("rows_decoded"),
             rows_transcoded: counter("rows_transcoded"),
             chunks_pruned: counter("chunks_pruned"),
+            units_without_matches: counter("units_without_matches"),
             progress: self.progress.clone(),
         };
         if partition == 0 {
@@ -673,8 +722,8 @@ impl ZarrScanExec {
         metrics
     }
 
-    /// A copy of this plan with `raw_filters` (and fresh metrics).
-    fn with_filters(&self, raw_filters: Vec<RawFilter>) -> Self {
+    /// A copy of this plan with `filters` (and fresh metrics).
+    fn with_filters(&self, (raw_filters, decoded_filters): Filters) -> Self {
         ZarrScanExec {
             model: self.model.clone(),
             units: self.units.clone(),
@@ -683,6 +732,7 @@ impl ZarrScanExec {
             partitions: self.partitions.clone(),
             selection: self.selection.clone(),
             raw_filters: Arc::new(raw_filters),
+            decoded_filters: Arc::new(decoded_filters),
             dynamic_filters: self.dynamic_filters.clone(),
             partition_rows: self.partition_rows.clone(),
             total_rows: self.total_rows,
@@ -694,6 +744,9 @@ impl ZarrScanExec {
         }
     }
 }
+
+/// The filters a scan evaluates: on UTF-32 code units, and on decoded values.
+type Filters = (Vec<RawFilter>, Vec<DecodedFilter>);
 
 /// `rows` as an exact count, except none: DataFusion 55 answers `sum(1)` over an exact 0 rows
 /// from statistics as 0 where SQL says NULL (the literal's sum is the literal times the count),

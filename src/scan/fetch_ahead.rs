@@ -31,9 +31,15 @@ use crate::scan::fetch::{Objects, ReadCounts, ShardIndexes, fetch_chunks, fetch_
 use crate::scan::grid::{ReadGrid, UnitGrid};
 use crate::store::ZarrStore;
 
-/// Encoded bytes a partition may hold in fetches ahead, estimated from the chunks' declared
-/// decoded sizes (encoded chunks are rarely larger). At least one unit is always fetched.
+/// Encoded bytes a partition may hold in fetches ahead from a remote store, estimated from the
+/// chunks' declared decoded sizes (encoded chunks are rarely larger): enough to keep the
+/// requests of many units in flight, which is what hides a store's latency. At least one unit
+/// is always fetched.
 const PREFETCH_BYTES: u64 = 256 << 20;
+
+/// The same from a local store, whose reads do not wait on a network: enough for the next
+/// batch while one decodes (fetching further ahead only holds memory).
+const LOCAL_PREFETCH_BYTES: u64 = 32 << 20;
 
 /// One column the prefetcher fetches: its projection slot, its array and its shard indexes.
 #[derive(Debug, Clone)]
@@ -78,6 +84,8 @@ pub(crate) struct Prefetcher {
     /// Declared bytes of each unit requested and not yet handed out, in order.
     declared: VecDeque<u64>,
     in_flight_bytes: u64,
+    /// The most `in_flight_bytes` may reach: [`PREFETCH_BYTES`], or [`LOCAL_PREFETCH_BYTES`].
+    budget: u64,
     /// Per column, the last chunk requested: the next unit does not request it again when it
     /// shares it, as the decoded chunk is kept by the column's cache.
     last_requested: Vec<Option<Vec<u64>>>,
@@ -86,20 +94,24 @@ pub(crate) struct Prefetcher {
 }
 
 impl Prefetcher {
-    /// A prefetcher of `columns` over `grid`'s units, keeping up to `io_concurrency` in flight;
-    /// from the start when `reads_all` (the scan reads every unit it is given), otherwise
-    /// from one unit, doubling.
+    /// A prefetcher of `columns` over `grid`'s units, keeping up to `io_concurrency` in flight
+    /// within `read_ahead_bytes` (the store kind's default when `None`); from the start when
+    /// `reads_all` (the scan reads every unit it is given), otherwise from one unit, doubling.
     pub(crate) fn new(
         store: ZarrStore,
         limits: Limits,
         grid: Arc<UnitGrid>,
         columns: Vec<PrefetchColumn>,
-        io_concurrency: usize,
+        (io_concurrency, read_ahead_bytes): (usize, Option<u64>),
         reads_all: bool,
     ) -> Self {
         let n = columns.len();
         let max_window = io_concurrency.max(1);
         let batched = store.reads_many_at_once() && columns.iter().all(|c| c.array.inner.is_none());
+        let budget = read_ahead_bytes.unwrap_or(match store.reads_many_at_once() {
+            true => LOCAL_PREFETCH_BYTES,
+            false => PREFETCH_BYTES,
+        });
         Self {
             store,
             limits,
@@ -113,6 +125,7 @@ impl Prefetcher {
             batch_units: FIRST_BATCH_UNITS,
             declared: VecDeque::new(),
             in_flight_bytes: 0,
+            budget,
             last_requested: vec![None; n],
             all_columns: false,
         }
@@ -170,7 +183,7 @@ impl Prefetcher {
         // Units requested and not handed out, with the batch being gathered.
         while self.declared.len() + batch.len() < self.window
             && (self.declared.is_empty() && batch.is_empty()
-                || self.in_flight_bytes.saturating_add(batch_bytes) < PREFETCH_BYTES)
+                || self.in_flight_bytes.saturating_add(batch_bytes) < self.budget)
         {
             let Some(id) = units.next() else { break };
             if !keep(id)? {

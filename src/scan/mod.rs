@@ -3,7 +3,8 @@
 //!
 //! Its rooms: [`filter`] (the filters, physical once), [`pruning`] (filters → units before
 //! the scan), [`dynamic`] (DataFusion's runtime filters → units during it), [`raw_filter`]
-//! (string predicates on UTF-32), [`grid`] (geometry), [`fetch`] (encoded chunks from the
+//! (string predicates on UTF-32), [`decoded_filter`] (any predicate on value columns, before
+//! the other columns are read), [`grid`] (geometry), [`fetch`] (encoded chunks from the
 //! store), [`fetch_ahead`] (fetching the next units while one decodes), [`read`] (decode and
 //! assemble regions), [`convert`] (elements → Arrow; CF numbers decoded by the crate's `cf`),
 //! [`coordinates`] (a unit's coordinate values → a batch's coordinate columns), [`stream`]
@@ -13,6 +14,7 @@
 
 mod convert;
 mod coordinates;
+mod decoded_filter;
 mod dynamic;
 mod exec;
 mod fetch;
@@ -26,6 +28,7 @@ mod raw_filter;
 mod read;
 mod stream;
 
+pub(crate) use decoded_filter::DecodedFilter;
 #[cfg(feature = "ballista")]
 pub(crate) use exec::ScanParts;
 pub use exec::ZarrScanExec;

@@ -6,6 +6,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt64Array};
+use arrow::buffer::BooleanBuffer;
 use arrow::compute::take;
 use arrow::datatypes::{Field, SchemaRef};
 use arrow::error::ArrowError;
@@ -15,6 +16,7 @@ use datafusion::physical_plan::metrics::Count;
 use crate::error::{Result, ZarrError};
 use crate::node::ArrayNode;
 use crate::progress::ScanProgress;
+use crate::scan::DecodedFilter;
 use crate::scan::convert::to_arrow;
 use crate::scan::coordinates::{contiguous_coords, expand};
 use crate::scan::dynamic::DynamicPruner;
@@ -42,6 +44,9 @@ pub(crate) struct ScanMetrics {
     pub rows_transcoded: Count,
     /// Work units skipped while running by the dynamic filters.
     pub chunks_pruned: Count,
+    /// Work units none of whose rows passed the filters the scan evaluates: their other
+    /// columns were neither fetched nor decoded.
+    pub units_without_matches: Count,
     /// Progress shared with a display, if any.
     pub progress: Option<Arc<dyn ScanProgress>>,
 }
@@ -59,10 +64,11 @@ pub(crate) struct PartitionScan {
     current: Option<Unit>,
     metrics: ScanMetrics,
     raw_filters: Arc<Vec<RawFilter>>,
+    decoded_filters: Arc<Vec<DecodedFilter>>,
     pruner: Option<DynamicPruner>,
     prefetcher: Prefetcher,
-    /// Whether each of the last 16 units had rows passing the string filters (bit 0: the
-    /// latest): when most did, the other columns are fetched ahead too.
+    /// Whether each of the last 16 units had rows passing the filters (bit 0: the latest):
+    /// when most did, the other columns are fetched ahead too.
     recent_matches: u16,
     /// Whether the end of the partition checked the store's version.
     version_checked: bool,
@@ -114,6 +120,8 @@ pub(crate) struct ScanSpec {
     pub schema: SchemaRef,
     /// String predicates evaluated on UTF-32 code units.
     pub raw_filters: Arc<Vec<RawFilter>>,
+    /// Predicates evaluated on the decoded values of value columns.
+    pub decoded_filters: Arc<Vec<DecodedFilter>>,
     /// At most this many rows.
     pub limit: Option<usize>,
     /// Filters DataFusion updates while the query runs (TopK, hash join), for pruning.
@@ -136,7 +144,9 @@ impl PartitionScan {
         let pruner = DynamicPruner::new(&spec.model, spec.schema.clone(), &spec.dynamic_filters);
         // The value columns' chunks are fetched ahead; index columns need no I/O and coordinate
         // arrays are small and read when reached. With string filters, their columns always.
-        let filtered: Vec<usize> = spec.raw_filters.iter().map(|f| f.column).collect();
+        let filtered: Vec<usize> = (spec.raw_filters.iter().map(|f| f.column))
+            .chain(spec.decoded_filters.iter().flat_map(|f| f.columns.clone()))
+            .collect();
         let columns = spec
             .projection
             .iter()
@@ -158,7 +168,10 @@ impl PartitionScan {
             spec.model.limits,
             spec.units.clone(),
             columns,
-            spec.model.options.io_concurrency,
+            (
+                spec.model.options.io_concurrency,
+                spec.model.options.read_ahead_bytes,
+            ),
             reads_all,
         );
         Self {
@@ -173,6 +186,7 @@ impl PartitionScan {
             current: None,
             metrics,
             raw_filters: spec.raw_filters,
+            decoded_filters: spec.decoded_filters,
             pruner,
             prefetcher,
             recent_matches: 0,
@@ -332,6 +346,43 @@ impl PartitionScan {
         to_arrow(array, r.elements(), 0..len, plan, &locate)
     }
 
+    /// Which of the unit's `rows` pass the string filters, read on their columns' code units
+    /// (each region kept in `regions` for the rest of the unit).
+    async fn raw_filter_mask(
+        &mut self,
+        regions: &mut [Option<Region>],
+        region: &[Range<u64>],
+        (origin, extent): (&[u64], &[u64]),
+        rows: usize,
+        counts: &mut ReadCounts,
+    ) -> Result<Vec<bool>> {
+        let model = self.model.clone();
+        let mut evaluated = Vec::new();
+        let raw_filters = self.raw_filters.clone();
+        for f in raw_filters.iter() {
+            let Some(slot) = self.projection.iter().position(|&c| c == f.column) else {
+                continue;
+            };
+            if regions[slot].is_none() {
+                let ColumnSource::Value { array } = &model.columns[f.column].source else {
+                    continue;
+                };
+                let r = self.read(slot, array, region, counts).await?;
+                regions[slot] = Some(r);
+            }
+            evaluated.push((f.column, slot));
+        }
+        let elements: Vec<(usize, &Elements)> = evaluated
+            .iter()
+            .filter_map(|&(c, slot)| regions[slot].as_ref().map(|r| (c, r.elements())))
+            .collect();
+        let locate_in = |column: usize, row: usize| match &model.columns[column].source {
+            ColumnSource::Value { array } => locate(array, &unit_coords(origin, extent, row)),
+            _ => (String::from("?"), 0),
+        };
+        select_rows(&model, &self.raw_filters, &elements, rows, &locate_in)
+    }
+
     async fn load_unit(&mut self, id: u64) -> Result<Unit> {
         let model = self.model.clone();
         let (origin, extent) = self.grid.bounds(id)?;
@@ -342,51 +393,69 @@ impl PartitionScan {
         let mut counts = ReadCounts::default();
         let mut regions: Vec<Option<Region>> = vec![None; self.projection.len()];
 
-        // Late materialisation: read the columns of the raw string filters first, and the
-        // rest only if some row passes; transcode only the rows that pass.
+        // Late materialisation: read the filters' columns first (the string filters' code
+        // units, then the decoded filters' values), and the rest only if some row passes;
+        // transcode only the rows that pass.
         let mut selection = None;
-        if !self.raw_filters.is_empty() {
-            let mut evaluated = Vec::new();
-            let raw_filters = self.raw_filters.clone();
-            for f in raw_filters.iter() {
-                let Some(slot) = self.projection.iter().position(|&c| c == f.column) else {
-                    continue;
-                };
-                if regions[slot].is_none() {
-                    let ColumnSource::Value { array } = &model.columns[f.column].source else {
-                        continue;
-                    };
-                    let r = self.read(slot, array, &region, &mut counts).await?;
-                    regions[slot] = Some(r);
-                }
-                evaluated.push((f.column, slot));
+        let filtered = !self.raw_filters.is_empty() || !self.decoded_filters.is_empty();
+        let mut any_passed = true;
+        if filtered {
+            // Which rows pass, as a bitmap: counted, combined and listed a word at a time.
+            let mut mask = BooleanBuffer::new_set(rows);
+            if !self.raw_filters.is_empty() {
+                let raw = self
+                    .raw_filter_mask(&mut regions, &region, (&origin, &extent), rows, &mut counts)
+                    .await?;
+                mask = BooleanBuffer::from_iter(raw);
             }
-            let elements: Vec<(usize, &Elements)> = evaluated
-                .iter()
-                .filter_map(|&(c, slot)| regions[slot].as_ref().map(|r| (c, r.elements())))
-                .collect();
-            let locate_in = |column: usize, row: usize| match &model.columns[column].source {
-                ColumnSource::Value { array } => locate(array, &unit_coords(&origin, &extent, row)),
-                _ => (String::from("?"), 0),
-            };
-            let mask = select_rows(&model, &self.raw_filters, &elements, rows, &locate_in)?;
+            let decoded_filters = self.decoded_filters.clone();
+            for f in decoded_filters.iter() {
+                if mask.count_set_bits() == 0 {
+                    break;
+                }
+                let mut values = Vec::with_capacity(f.columns.len());
+                for &c in &f.columns {
+                    let (Some(slot), ColumnSource::Value { array }) = (
+                        self.projection.iter().position(|&p| p == c),
+                        &model.columns[c].source,
+                    ) else {
+                        return Err(ZarrError::internal(format!(
+                            "the filter {f} reads column {c}, which the scan does not"
+                        )));
+                    };
+                    if regions[slot].is_none() {
+                        let r = self.read(slot, array, &region, &mut counts).await?;
+                        regions[slot] = Some(r);
+                    }
+                    let Some(r) = &regions[slot] else { continue };
+                    let locate = |row: usize| locate(array, &unit_coords(&origin, &extent, row));
+                    let plan = &model.columns[c].plan;
+                    values.push(to_arrow(array, r.elements(), 0..rows, plan, &locate)?);
+                }
+                mask = f.apply(&model, values, rows, &mask)?;
+            }
             // Arrow's `take` indices are `u32`: a unit of more rows is refused, not wrapped.
             if u32::try_from(mask.len()).is_err() {
                 return Err(ZarrError::metadata(
                     &model.display,
                     format!(
-                        "a unit of {} rows is more than a string filter selects among (2^32)",
+                        "a unit of {} rows is more than a filter selects among (2^32)",
                         mask.len()
                     ),
                 ));
             }
-            let rows_passing: Vec<u32> = (mask.iter().enumerate())
-                .filter_map(|(i, &keep)| keep.then(|| u32::try_from(i).ok()).flatten())
-                .collect();
-            selection = Some(rows_passing);
+            let passing = mask.count_set_bits();
+            any_passed = passing > 0;
+            // Every row passing is every row: emitted as they are, without gathering.
+            if passing < rows {
+                selection = Some(mask.set_indices().map(|i| i as u32).collect());
+            }
         }
-        let skip_rest = selection.as_ref().is_some_and(Vec::is_empty);
-        if selection.is_some() {
+        let skip_rest = !any_passed;
+        if skip_rest {
+            self.metrics.units_without_matches.add(1);
+        }
+        if filtered {
             self.recent_matches = (self.recent_matches << 1) | u16::from(!skip_rest);
             self.prefetcher
                 .fetch_all_columns(self.recent_matches.count_ones() >= 8);

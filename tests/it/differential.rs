@@ -1,6 +1,7 @@
 //! Hundreds of random predicates, from a fixed seed, over corpus stores and fixtures, with
 //! pushdown on and off (chunk pruning on dimension columns, string predicates evaluated on
-//! UTF-32 code units, and, for the queries given a TopK or a join, dynamic filters pruning
+//! UTF-32 code units, predicates on data variables evaluated on their decoded values before the
+//! other columns are read, and, for the queries given a TopK or a join, dynamic filters pruning
 //! while they run): the results must be identical, every `fill_as_null` and
 //! `invalid_utf32` mode, NULL and fill-value case included.
 //!
@@ -13,9 +14,11 @@ use arrow::util::pretty::pretty_format_batches;
 
 use zarr_test_support::*;
 
-/// A table to query: location, options, its dimension columns with their lengths, extra atoms.
+/// A table to query: location, options, its dimension columns with their lengths, extra atoms,
+/// and the columns that order its rows without ties when it has no dimension columns.
 struct Target {
     store: String,
+    order: Option<&'static str>,
     options: &'static str,
     dims: Vec<(&'static str, u64)>,
     extra: Vec<&'static str>,
@@ -157,54 +160,63 @@ async fn pushdown_never_changes_results() {
     let targets = vec![
         Target {
             store: corpus_store("01_1d_le_uncompressed"),
+            order: None,
             options: "",
             dims: vec![("dim_0", 103)],
             extra: vec!["value LIKE 'a%'", "length(value) > 5"],
         },
         Target {
             store: corpus_store("06_2d_transpose_dimnames"),
+            order: None,
             options: "",
             dims: vec![("row", 37), ("col", 23)],
             extra: vec!["value LIKE '%ar%'"],
         },
         Target {
             store: corpus_store("07_sharding_index_end"),
+            order: None,
             options: "",
             dims: vec![("dim_0", 250)],
             extra: vec!["value = ''"],
         },
         Target {
             store: corpus_store("08_sharding_index_start"),
+            order: None,
             options: ", 'fill_as_null', 'true'",
             dims: vec![("y", 30), ("x", 20)],
             extra: vec!["value IS NULL"],
         },
         Target {
             store: corpus_store("09_fill_value_missing_chunks"),
+            order: None,
             options: ", 'fill_as_null', 'true'",
             dims: vec![("dim_0", 50)],
             extra: vec!["value IS NULL", "value = ''"],
         },
         Target {
             store: corpus_store("09_fill_value_missing_chunks"),
+            order: None,
             options: "",
             dims: vec![("dim_0", 50)],
             extra: vec!["value = 'n/a'"],
         },
         Target {
             store: corpus_store("14_chunk_key_encoding_v2_dot"),
+            order: None,
             options: "",
             dims: vec![("dim_0", 9), ("dim_1", 7)],
             extra: vec![],
         },
         Target {
             store: corpus_store("16_zarr_v2_U12_2d_blosc_fill"),
+            order: None,
             options: ", 'fill_as_null', 'true'",
             dims: vec![("dim_0", 11), ("dim_1", 6)],
             extra: vec!["value IS NOT NULL"],
         },
         Target {
             store: corpus_store("13_group_consolidated_metadata"),
+            order: None,
             options: "",
             dims: vec![],
             extra: station_atoms.clone(),
@@ -212,6 +224,7 @@ async fn pushdown_never_changes_results() {
         // Monotonic numeric coordinates (binary search): time ascending, level descending.
         Target {
             store: fixture("monotonic.zarr"),
+            order: None,
             options: "",
             dims: vec![("time", 50), ("level", 1000)],
             extra: vec![
@@ -225,30 +238,70 @@ async fn pushdown_never_changes_results() {
         },
         Target {
             store: fixture("mixed_chunks.zarr"),
+            order: None,
             options: "",
             dims: vec![("y", 10), ("x", 6)],
             extra: vec!["b % 3 = 0", "a LIKE 'a1%'"],
         },
         Target {
             store: fixture("fills.zarr"),
+            order: None,
             options: ", 'fill_as_null', 'true'",
             dims: vec![("i", 8)],
             extra: vec!["ints IS NULL", "floats > 2"],
         },
+        // Predicates on data variables as the table shows them (CF decoded: packed numbers,
+        // times and durations, masked integers), evaluated on each unit's decoded values
+        // before the other columns are read.
+        Target {
+            store: fixture("cf_v3.zarr"),
+            order: Some("time, station"),
+            options: "",
+            dims: vec![],
+            extra: vec![
+                "temp > 290",
+                "temp IS NULL",
+                "flags IS NOT NULL AND level IN (1, 3)",
+                "packed_time > TIMESTAMP '2000-01-01T03:00:00'",
+                "lag > INTERVAL '1 second'",
+                "model_day BETWEEN 0 AND 50",
+                "raw_u < 65535",
+                "NOT (temp < 289.5)",
+                "signed = 1 OR site LIKE 'B%'",
+                "temp * 2 > level",
+            ],
+        },
+        Target {
+            store: fixture("cf_v2.zarr"),
+            order: Some("time, station"),
+            options: ", 'fill_as_null', 'true'",
+            dims: vec![],
+            extra: vec![
+                "temp >= 293.4",
+                "level IS NULL",
+                "raw_u IS NULL OR signed < 0",
+                "when < TIMESTAMP '1850-01-02T00:00:00'",
+                "lead <> INTERVAL '90 seconds'",
+                "coalesce(temp, 0) < 1",
+            ],
+        },
         Target {
             store: fixture("invalid_utf32.zarr"),
+            order: None,
             options: ", 'invalid_utf32', 'replace'",
             dims: vec![("dim_0", 6)],
             extra: vec!["value LIKE '%\u{FFFD}%'"],
         },
         Target {
             store: fixture("invalid_utf32.zarr"),
+            order: None,
             options: ", 'invalid_utf32', 'null'",
             dims: vec![("dim_0", 6)],
             extra: vec!["value IS NULL"],
         },
         Target {
             store: fixture("invalid_utf32.zarr"),
+            order: None,
             options: "",
             dims: vec![("dim_0", 6)],
             extra: vec![],
@@ -286,7 +339,7 @@ async fn pushdown_never_changes_results() {
                 predicate(&mut rng, t)
             };
             let order = if t.dims.is_empty() {
-                "station".to_string()
+                t.order.unwrap_or("station").to_string()
             } else {
                 t.dims.iter().map(|d| d.0).collect::<Vec<_>>().join(", ")
             };

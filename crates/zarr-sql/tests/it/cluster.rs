@@ -14,7 +14,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::common::*;
 use servers::{free_port, location, options, servers};
-use zarr_test_support::{copy_dir, servers};
+use zarr_test_support::{copy_dir, fixture, servers};
 
 /// A running cluster: the scheduler's URL and where each process logs.
 struct Cluster {
@@ -356,6 +356,26 @@ fn pruning_and_utf32_filters_survive_the_trip_to_the_executors() {
     // The count itself is the same.
     let count = sql.replace("EXPLAIN ANALYZE ", "");
     let (local, remote) = both(&["--format", "csv", "-q", "-c", &count]);
+    assert_eq!(remote, local);
+}
+
+/// A predicate on a data variable is evaluated on the executors' scans as locally (the plan
+/// carries it as a decoded filter), and the answer is the local one.
+#[test]
+fn a_decoded_filter_survives_the_trip_to_the_executors() {
+    let store = fixture("cf_v3.zarr");
+    let sql = format!(
+        "EXPLAIN ANALYZE SELECT count(*), sum(level) FROM read_zarr('{store}') WHERE temp > 290 OR temp IS NULL"
+    );
+    let (local, remote) = both(&["--format", "csv", "-q", "-c", &sql]);
+    let (l, r) = (
+        scan_fields(&local, "decoded_filters"),
+        scan_fields(&remote, "decoded_filters"),
+    );
+    assert!(!l.is_empty(), "decoded_filters in {local}");
+    assert_eq!(r.first(), l.first(), "local {local}\ncluster {remote}");
+    let query = sql.replace("EXPLAIN ANALYZE ", "");
+    let (local, remote) = both(&["--format", "csv", "-q", "-c", &query]);
     assert_eq!(remote, local);
 }
 
