@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arrow::array::{
     ArrayData, ArrayRef, AsArray, BinaryArray, BooleanArray, Date32Array, StringArray, make_array,
 };
-use arrow::buffer::{BooleanBuffer, MutableBuffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow::buffer::{BooleanBuffer, Buffer, MutableBuffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::DataType as ArrowType;
 
 use crate::error::{Result, ZarrError};
@@ -27,6 +27,31 @@ pub(crate) fn to_arrow(
     rows: Range<usize>,
     plan: &ValuePlan,
     locate: Locate<'_>,
+) -> Result<ArrayRef> {
+    convert(node, elements, rows, plan, locate, false)
+}
+
+/// [`to_arrow`], with numbers that need no conversion (no CF decoding) sharing the elements'
+/// buffer instead of being copied: for arrays that stay in the scan (a filter's operands),
+/// never for batches that leave it (a slice would hold the whole chunk's memory, and
+/// DataFusion would count all of it for every batch).
+pub(crate) fn to_arrow_shared(
+    node: &ArrayNode,
+    elements: &Elements,
+    rows: Range<usize>,
+    plan: &ValuePlan,
+    locate: Locate<'_>,
+) -> Result<ArrayRef> {
+    convert(node, elements, rows, plan, locate, true)
+}
+
+fn convert(
+    node: &ArrayNode,
+    elements: &Elements,
+    rows: Range<usize>,
+    plan: &ValuePlan,
+    locate: Locate<'_>,
+    share: bool,
 ) -> Result<ArrayRef> {
     let data_type = &plan.data_type;
     let array = node.zarrs()?;
@@ -195,7 +220,16 @@ pub(crate) fn to_arrow(
                     }
                 });
             }
-            let raw = primitive(t, input, rows.len(), nulls).map_err(|e| fail(e.to_string()))?;
+            let raw = match share && *t != ArrowType::Boolean {
+                // `fixed_rows` checked that these rows lie within the bytes.
+                true => shared(
+                    t,
+                    bytes.slice_with_length(rows.start * size, input.len()),
+                    nulls,
+                ),
+                false => primitive(t, input, rows.len(), nulls),
+            }
+            .map_err(|e| fail(e.to_string()))?;
             let Some(cf) = &plan.cf else {
                 return Ok(raw);
             };
@@ -366,6 +400,23 @@ fn is_nan(t: &ArrowType, bytes: &[u8]) -> bool {
         }
         _ => false,
     }
+}
+
+/// Fixed-width numbers of type `t` in `buffer`, without a copy unless the buffer is not aligned
+/// as `t` needs.
+fn shared(
+    t: &ArrowType,
+    buffer: Buffer,
+    nulls: Option<NullBuffer>,
+) -> std::result::Result<ArrayRef, arrow::error::ArrowError> {
+    let width = t.primitive_width().unwrap_or(1).max(1);
+    let data = ArrayData::builder(t.clone())
+        .len(buffer.len() / width)
+        .add_buffer(buffer)
+        .nulls(nulls)
+        .align_buffers(true)
+        .build()?;
+    Ok(make_array(data))
 }
 
 fn primitive(

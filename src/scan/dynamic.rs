@@ -3,7 +3,8 @@
 //! Before each work unit is read, the filters' current values are checked with DataFusion's
 //! `PruningPredicate` against the unit's index ranges (as planning-time pruning does for static
 //! filters); a unit that cannot match is skipped. The predicates are rebuilt only when a
-//! filter changes (`snapshot_generation`).
+//! filter changes (`snapshot_generation`). Filters on value columns are also evaluated on each
+//! unit's decoded values ([`DynamicValueFilters`]).
 
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningPredicate
 use datafusion::physical_plan::PhysicalExpr;
 
 use crate::scan::pruning::GridStats;
+use crate::scan::{DecodedFilter, ScanFilter};
 use crate::table::{ColumnSource, TableModel};
 
 /// Checks work units against the scan's dynamic filters.
@@ -101,5 +103,49 @@ impl DynamicPruner {
             p.prune(&stats)
                 .map_or(true, |keep| keep.first() != Some(&false))
         })
+    }
+}
+
+/// The dynamic filters that read only value columns, as [`DecodedFilter`]s of their current
+/// values: evaluated on a unit's decoded values like the scan's own filters, so that a unit no
+/// row of which passes (below a TopK's threshold, outside a hash join's build side) leaves its
+/// other columns unread. DataFusion keeps applying the filters itself (they are not claimed);
+/// the scan only drops rows they would drop. Rebuilt when a filter changes.
+pub(crate) struct DynamicValueFilters {
+    model: Arc<TableModel>,
+    filters: Vec<Arc<dyn PhysicalExpr>>,
+    /// The filters' generations and the decoded filters built from them.
+    built: Option<(Vec<u64>, Vec<DecodedFilter>)>,
+}
+
+impl DynamicValueFilters {
+    /// The dynamic `filters` of a scan of `model`.
+    pub(crate) fn new(model: Arc<TableModel>, filters: &[Arc<dyn PhysicalExpr>]) -> Self {
+        Self {
+            model,
+            filters: filters.to_vec(),
+            built: None,
+        }
+    }
+
+    /// The filters' current values that the scan can evaluate (a filter still `true`, or
+    /// reading a dimension, is none).
+    pub(crate) fn current(&mut self) -> Vec<DecodedFilter> {
+        if self.filters.is_empty() {
+            return Vec::new();
+        }
+        let generations: Vec<u64> = self.filters.iter().map(snapshot_generation).collect();
+        if self.built.as_ref().is_none_or(|(g, _)| *g != generations) {
+            let filters = (self.filters.iter())
+                .filter_map(|f| {
+                    let current = snapshot_physical_expr(Arc::clone(f)).ok()?;
+                    DecodedFilter::parse(&self.model, &ScanFilter::from_physical(current))
+                })
+                .collect();
+            self.built = Some((generations, filters));
+        }
+        self.built
+            .as_ref()
+            .map_or_else(Vec::new, |(_, f)| f.clone())
     }
 }

@@ -13,12 +13,14 @@ use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{Result as DFResult, Statistics};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalSortExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::filter_pushdown::{
     ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
 };
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PhysicalExpr, PlanProperties,
@@ -27,7 +29,7 @@ use datafusion::physical_plan::{
 use futures::StreamExt;
 use futures::stream::BoxStream;
 
-use super::stream::{PartitionScan, ScanMetrics, ScanSpec};
+use super::stream::{PartitionScan, ScanMetrics, ScanSpec, SkippedColumn};
 use super::{
     ChunkSelection, DecodedFilter, MAX_PLANNED_UNITS, RawFilter, ScanFilter, UnitGrid, ordered,
 };
@@ -142,23 +144,16 @@ impl ZarrScanExec {
         })
     }
 
-    /// Evaluates `filters` on the UTF-32 code units (only those on projected columns apply).
+    /// Evaluates `filters` on the UTF-32 code units (their columns are read whether projected
+    /// or not).
     pub(crate) fn with_raw_filters(mut self, filters: Vec<RawFilter>) -> Self {
-        let filters = filters
-            .into_iter()
-            .filter(|f| self.projection.contains(&f.column))
-            .collect();
         self.raw_filters = Arc::new(filters);
         self
     }
 
-    /// Evaluates `filters` on the decoded values of their columns (only those whose columns
-    /// are all projected apply).
+    /// Evaluates `filters` on the decoded values of their columns (read whether projected or
+    /// not).
     pub(crate) fn with_decoded_filters(mut self, filters: Vec<DecodedFilter>) -> Self {
-        let filters = filters
-            .into_iter()
-            .filter(|f| f.columns.iter().all(|c| self.projection.contains(c)))
-            .collect();
         self.decoded_filters = Arc::new(filters);
         self
     }
@@ -554,6 +549,36 @@ impl ExecutionPlan for ZarrScanExec {
         self.limit
     }
 
+    /// A projection of some of the scan's columns (as they are, none repeated) becomes the
+    /// scan's own: the columns only the scan's filters read are then read for them and not
+    /// output (`SELECT sum(a) … WHERE b > 0.5` outputs no `b`).
+    fn try_swapping_with_projection(
+        &self,
+        projection: &ProjectionExec,
+    ) -> DFResult<Option<Arc<dyn ExecutionPlan>>> {
+        // Dynamic filters and ordered lanes are planned over the scan's columns as they are.
+        if self.lanes > 0 || !self.dynamic_filters.is_empty() {
+            return Ok(None);
+        }
+        let mut columns = Vec::with_capacity(projection.expr().len());
+        for e in projection.expr() {
+            let Some(c) = e.expr.downcast_ref::<Column>() else {
+                return Ok(None);
+            };
+            let Some(&column) = self.projection.get(c.index()) else {
+                return Ok(None);
+            };
+            if e.alias != self.model.columns[column].name || columns.contains(&column) {
+                return Ok(None);
+            }
+            columns.push(column);
+        }
+        if columns.len() >= self.projection.len() {
+            return Ok(None);
+        }
+        Ok(Some(Arc::new(self.with_projection(columns)?)))
+    }
+
     /// DataFusion's physical filter pushdown offers the scan the conjuncts of the `FilterExec`
     /// above it (the leaf-node counterpart of `FileSource::try_pushdown_filters`). The scan
     /// claims, as `PushedDown::Yes`, the string predicates it evaluates exactly on UTF-32 code
@@ -612,10 +637,9 @@ impl ZarrScanExec {
         for filter in filters {
             let filter = ScanFilter::from_physical(Arc::clone(filter));
             if let Some(r) = RawFilter::parse(&self.model, &filter) {
-                let projected = self.projection.contains(&r.column);
                 answers.push(match r {
-                    r if projected && raw.iter().any(|x| x.same_as(&r)) => PushedDown::Yes,
-                    r if projected && add => {
+                    r if raw.iter().any(|x| x.same_as(&r)) => PushedDown::Yes,
+                    r if add => {
                         raw.push(r);
                         PushedDown::Yes
                     }
@@ -623,9 +647,7 @@ impl ZarrScanExec {
                 });
                 continue;
             }
-            let claimed = DecodedFilter::parse(&self.model, &filter)
-                .filter(|d| d.columns.iter().all(|c| self.projection.contains(c)));
-            answers.push(match claimed {
+            answers.push(match DecodedFilter::parse(&self.model, &filter) {
                 Some(d) if decoded.iter().any(|x| x.same_as(&d)) => PushedDown::Yes,
                 Some(d) if add => {
                     decoded.push(d);
@@ -714,12 +736,64 @@ impl ZarrScanExec {
             rows_transcoded: counter("rows_transcoded"),
             chunks_pruned: counter("chunks_pruned"),
             units_without_matches: counter("units_without_matches"),
+            skipped: self.skippable_columns(partition),
             progress: self.progress.clone(),
         };
         if partition == 0 {
             metrics.chunks_pruned.add(self.selection.pruned() as usize);
         }
         metrics
+    }
+
+    /// The output value columns that no filter reads, so that a unit whose rows all fail the
+    /// filters leaves them unread: their metrics of what was not read, in partition
+    /// `partition`.
+    fn skippable_columns(&self, partition: usize) -> Vec<SkippedColumn> {
+        let dynamic: Vec<String> = (self.dynamic_filters.iter())
+            .flat_map(collect_columns)
+            .map(|c| c.name().to_string())
+            .collect();
+        if self.raw_filters.is_empty() && self.decoded_filters.is_empty() && dynamic.is_empty() {
+            return Vec::new();
+        }
+        let filtered = |c: usize| {
+            self.raw_filters.iter().any(|f| f.column == c)
+                || self.decoded_filters.iter().any(|f| f.columns.contains(&c))
+                || dynamic.contains(&self.model.columns[c].name)
+        };
+        // Named after the column (`chunks_skipped[b]`), as EXPLAIN ANALYZE sums metrics by
+        // name and shows no labels.
+        let counter = |name: &'static str, column: &str| {
+            MetricBuilder::new(&self.metrics)
+                .with_new_label("column", column.to_string())
+                .counter(format!("{name}[{column}]"), partition)
+        };
+        (self.projection.iter().copied())
+            .filter(|&c| {
+                matches!(self.model.columns[c].source, ColumnSource::Value { .. }) && !filtered(c)
+            })
+            .map(|c| {
+                let name = &self.model.columns[c].name;
+                SkippedColumn {
+                    column: c,
+                    chunks: counter("chunks_skipped", name),
+                    bytes: counter("bytes_not_decoded", name),
+                }
+            })
+            .collect()
+    }
+
+    /// A copy of this plan outputting the model's columns `projection` (and fresh metrics).
+    fn with_projection(&self, projection: Vec<usize>) -> Result<Self> {
+        let schema = Arc::new(self.model.schema.project(&projection).map_err(|e| {
+            ZarrError::internal(format!("projecting the columns {projection:?}: {e}"))
+        })?);
+        let properties = scan_properties(&self.model, &self.units, &schema, self.partitions.len());
+        let mut scan = self.with_filters(self.filters());
+        scan.projection = projection;
+        scan.schema = schema;
+        scan.properties = Arc::new(properties);
+        Ok(scan)
     }
 
     /// A copy of this plan with `filters` (and fresh metrics).

@@ -7,6 +7,7 @@
 
 use std::borrow::Cow;
 
+use arrow::buffer::Buffer;
 use bytes::Bytes;
 use std::num::NonZeroU64;
 use std::ops::Range;
@@ -31,8 +32,9 @@ use crate::store::ZarrStore;
 pub(crate) enum Elements {
     /// Fixed-size elements: `size` bytes each, native byte order.
     Fixed {
-        /// The bytes.
-        bytes: Vec<u8>,
+        /// The bytes: an Arrow buffer, so that a filter reads a unit's values without a copy
+        /// (see `convert::to_arrow_shared`).
+        bytes: Buffer,
         /// Bytes per element.
         size: usize,
     },
@@ -63,7 +65,7 @@ impl Elements {
                     out.extend_from_slice(&bytes[r * size..(r + 1) * size]);
                 }
                 Elements::Fixed {
-                    bytes: out,
+                    bytes: Buffer::from_vec(out),
                     size: *size,
                 }
             }
@@ -310,7 +312,7 @@ fn into_elements(
         .unwrap_or(1);
     let elements = match decoded {
         ArrayBytes::Fixed(bytes) => Elements::Fixed {
-            bytes: bytes.into_owned(),
+            bytes: Buffer::from_vec(bytes.into_owned()),
             size,
         },
         ArrayBytes::Variable(v) => {
@@ -449,6 +451,9 @@ pub(crate) async fn read_region(
         && only.origin == region_start
         && only.shape == region_shape
     {
+        // A chunk that is the whole region is needed by no other region of the partition (they
+        // do not overlap): it is not kept, so it is freed with the region.
+        cache.chunk = None;
         return Ok(Region::Whole(only.clone()));
     }
     // The region's elements, and below its bytes, as memory holds them: a region is a unit's
@@ -484,7 +489,10 @@ pub(crate) async fn read_region(
                     },
                 );
             }
-            Ok(Region::Assembled(Elements::Fixed { bytes: out, size }))
+            Ok(Region::Assembled(Elements::Fixed {
+                bytes: Buffer::from_vec(out),
+                size,
+            }))
         }
         Some(Elements::Variable { .. }) => {
             let mut runs: Vec<(usize, usize, usize, usize)> = Vec::new();
@@ -518,7 +526,7 @@ pub(crate) async fn read_region(
             Ok(Region::Assembled(Elements::Variable { bytes, offsets }))
         }
         None => Ok(Region::Assembled(Elements::Fixed {
-            bytes: Vec::new(),
+            bytes: Buffer::from_vec(Vec::<u8>::new()),
             size: 1,
         })),
     }

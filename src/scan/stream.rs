@@ -5,24 +5,25 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt64Array};
+use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt64Array};
 use arrow::buffer::BooleanBuffer;
-use arrow::compute::take;
+use arrow::compute::{filter, take};
 use arrow::datatypes::{Field, SchemaRef};
 use arrow::error::ArrowError;
+use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_plan::PhysicalExpr;
 use datafusion::physical_plan::metrics::Count;
 
 use crate::error::{Result, ZarrError};
-use crate::node::ArrayNode;
+use crate::node::{ArrayNode, ElementKind};
 use crate::progress::ScanProgress;
 use crate::scan::DecodedFilter;
-use crate::scan::convert::to_arrow;
+use crate::scan::convert::{to_arrow, to_arrow_shared};
 use crate::scan::coordinates::{contiguous_coords, expand};
-use crate::scan::dynamic::DynamicPruner;
+use crate::scan::dynamic::{DynamicPruner, DynamicValueFilters};
 use crate::scan::fetch::{ReadCounts, chunk_key};
 use crate::scan::fetch_ahead::{PrefetchColumn, Prefetcher};
-use crate::scan::grid::UnitGrid;
+use crate::scan::grid::{ReadGrid, UnitGrid};
 use crate::scan::raw_filter::{RawFilter, select_rows};
 use crate::scan::read::{ColumnCache, Elements, Region, read_region};
 use crate::table::{ColumnSource, TableModel, ValuePlan};
@@ -47,15 +48,34 @@ pub(crate) struct ScanMetrics {
     /// Work units none of whose rows passed the filters the scan evaluates: their other
     /// columns were neither fetched nor decoded.
     pub units_without_matches: Count,
+    /// Per output value column no filter reads (its model column index): the chunks not
+    /// fetched and the decoded bytes not produced because the filters matched no row of a
+    /// unit (`chunks_skipped{column=…}`, `bytes_not_decoded{column=…}`).
+    pub skipped: Vec<SkippedColumn>,
     /// Progress shared with a display, if any.
     pub progress: Option<Arc<dyn ScanProgress>>,
+}
+
+/// What a column did not read because no row of some units passed the filters.
+#[derive(Debug, Clone)]
+pub(crate) struct SkippedColumn {
+    /// The model's column.
+    pub column: usize,
+    /// Its chunks not fetched.
+    pub chunks: Count,
+    /// Its decoded bytes not produced (fixed-size elements only).
+    pub bytes: Count,
 }
 
 /// The state of one partition's scan.
 pub(crate) struct PartitionScan {
     model: Arc<TableModel>,
     grid: Arc<UnitGrid>,
-    projection: Vec<usize>,
+    /// The model's columns this scan reads: the projected ones (its output, in order), then
+    /// those only its filters read.
+    columns: Vec<usize>,
+    /// How many of `columns` are output.
+    outputs: usize,
     schema: SchemaRef,
     units: Box<dyn Iterator<Item = u64> + Send>,
     batch_size: usize,
@@ -66,6 +86,10 @@ pub(crate) struct PartitionScan {
     raw_filters: Arc<Vec<RawFilter>>,
     decoded_filters: Arc<Vec<DecodedFilter>>,
     pruner: Option<DynamicPruner>,
+    /// The dynamic filters on value columns, evaluated with the scan's own.
+    dynamic_values: DynamicValueFilters,
+    /// The value columns the dynamic filters read.
+    dynamic_columns: Vec<usize>,
     prefetcher: Prefetcher,
     /// Whether each of the last 16 units had rows passing the filters (bit 0: the latest):
     /// when most did, the other columns are fetched ahead too.
@@ -92,7 +116,18 @@ enum UnitColumn {
         /// The table column, whose plan converts the elements.
         column: usize,
         region: Region,
+        /// The unit's rows already converted (sharing the region's buffer) to evaluate a
+        /// filter: the rows that pass are taken from them rather than converted again.
+        converted: Option<ArrayRef>,
     },
+}
+
+/// The rows of a unit that passed its filters.
+struct Selection {
+    /// One bit per unit row.
+    mask: BooleanBuffer,
+    /// The passing rows, in order.
+    rows: Vec<u32>,
 }
 
 struct Unit {
@@ -103,8 +138,8 @@ struct Unit {
     rows: usize,
     pos: usize,
     columns: Vec<UnitColumn>,
-    /// The unit rows that passed the raw string filters, if there are any.
-    selection: Option<Vec<u32>>,
+    /// The unit rows that passed the filters, unless every row did.
+    selection: Option<Selection>,
 }
 
 /// What every partition of a scan shares.
@@ -136,19 +171,33 @@ impl PartitionScan {
         batch_size: usize,
         metrics: ScanMetrics,
     ) -> Self {
-        let caches: Vec<ColumnCache> = spec
-            .projection
-            .iter()
-            .map(|_| ColumnCache::default())
-            .collect();
+        // The projected columns, then any other column a filter reads.
+        let mut read = spec.projection.clone();
+        let filter_columns = (spec.raw_filters.iter().map(|f| f.column))
+            .chain(spec.decoded_filters.iter().flat_map(|f| f.columns.clone()));
+        for c in filter_columns {
+            if !read.contains(&c) {
+                read.push(c);
+            }
+        }
+        let caches: Vec<ColumnCache> = read.iter().map(|_| ColumnCache::default()).collect();
         let pruner = DynamicPruner::new(&spec.model, spec.schema.clone(), &spec.dynamic_filters);
+        let dynamic_values = DynamicValueFilters::new(spec.model.clone(), &spec.dynamic_filters);
         // The value columns' chunks are fetched ahead; index columns need no I/O and coordinate
         // arrays are small and read when reached. With string filters, their columns always.
+        // The value columns dynamic filters read, as they may come to be evaluated per unit.
+        let dynamic_columns: Vec<usize> = (spec.dynamic_filters.iter())
+            .flat_map(collect_columns)
+            .filter_map(|c| {
+                let i = spec.model.columns.iter().position(|m| m.name == c.name())?;
+                matches!(spec.model.columns[i].source, ColumnSource::Value { .. }).then_some(i)
+            })
+            .collect();
         let filtered: Vec<usize> = (spec.raw_filters.iter().map(|f| f.column))
             .chain(spec.decoded_filters.iter().flat_map(|f| f.columns.clone()))
+            .chain(dynamic_columns.iter().copied())
             .collect();
-        let columns = spec
-            .projection
+        let columns = read
             .iter()
             .enumerate()
             .filter_map(|(slot, &c)| match &spec.model.columns[c].source {
@@ -177,7 +226,8 @@ impl PartitionScan {
         Self {
             model: spec.model,
             grid: spec.units,
-            projection: spec.projection,
+            outputs: spec.projection.len(),
+            columns: read,
             schema: spec.schema,
             units,
             batch_size: batch_size.max(1),
@@ -188,6 +238,8 @@ impl PartitionScan {
             raw_filters: spec.raw_filters,
             decoded_filters: spec.decoded_filters,
             pruner,
+            dynamic_values,
+            dynamic_columns,
             prefetcher,
             recent_matches: 0,
             version_checked: false,
@@ -360,7 +412,7 @@ impl PartitionScan {
         let mut evaluated = Vec::new();
         let raw_filters = self.raw_filters.clone();
         for f in raw_filters.iter() {
-            let Some(slot) = self.projection.iter().position(|&c| c == f.column) else {
+            let Some(slot) = self.columns.iter().position(|&c| c == f.column) else {
                 continue;
             };
             if regions[slot].is_none() {
@@ -391,13 +443,17 @@ impl PartitionScan {
         })?;
         let region = self.grid.region(id)?;
         let mut counts = ReadCounts::default();
-        let mut regions: Vec<Option<Region>> = vec![None; self.projection.len()];
+        let mut regions: Vec<Option<Region>> = vec![None; self.columns.len()];
+        // The filters' columns as converted to evaluate them, by slot.
+        let mut converted: Vec<Option<ArrayRef>> = vec![None; self.columns.len()];
 
         // Late materialisation: read the filters' columns first (the string filters' code
         // units, then the decoded filters' values), and the rest only if some row passes;
         // transcode only the rows that pass.
         let mut selection = None;
-        let filtered = !self.raw_filters.is_empty() || !self.decoded_filters.is_empty();
+        let mut decoded_filters = self.decoded_filters.as_ref().clone();
+        decoded_filters.extend(self.dynamic_values.current());
+        let filtered = !self.raw_filters.is_empty() || !decoded_filters.is_empty();
         let mut any_passed = true;
         if filtered {
             // Which rows pass, as a bitmap: counted, combined and listed a word at a time.
@@ -408,21 +464,25 @@ impl PartitionScan {
                     .await?;
                 mask = BooleanBuffer::from_iter(raw);
             }
-            let decoded_filters = self.decoded_filters.clone();
-            for f in decoded_filters.iter() {
+            let statics = self.decoded_filters.len();
+            for (i, f) in decoded_filters.iter().enumerate() {
                 if mask.count_set_bits() == 0 {
                     break;
                 }
                 let mut values = Vec::with_capacity(f.columns.len());
                 for &c in &f.columns {
                     let (Some(slot), ColumnSource::Value { array }) = (
-                        self.projection.iter().position(|&p| p == c),
+                        self.columns.iter().position(|&p| p == c),
                         &model.columns[c].source,
                     ) else {
                         return Err(ZarrError::internal(format!(
                             "the filter {f} reads column {c}, which the scan does not"
                         )));
                     };
+                    if let Some(v) = &converted[slot] {
+                        values.push(Arc::clone(v));
+                        continue;
+                    }
                     if regions[slot].is_none() {
                         let r = self.read(slot, array, &region, &mut counts).await?;
                         regions[slot] = Some(r);
@@ -430,9 +490,17 @@ impl PartitionScan {
                     let Some(r) = &regions[slot] else { continue };
                     let locate = |row: usize| locate(array, &unit_coords(&origin, &extent, row));
                     let plan = &model.columns[c].plan;
-                    values.push(to_arrow(array, r.elements(), 0..rows, plan, &locate)?);
+                    let v = to_arrow_shared(array, r.elements(), 0..rows, plan, &locate)?;
+                    converted[slot] = Some(Arc::clone(&v));
+                    values.push(v);
                 }
-                mask = f.apply(&model, values, rows, &mask)?;
+                mask = match f.apply(&model, values, rows, &mask) {
+                    Ok(mask) => mask,
+                    // A dynamic filter that cannot be evaluated drops no row (DataFusion
+                    // applies it after the scan anyway).
+                    Err(_) if i >= statics => mask,
+                    Err(e) => return Err(e),
+                };
             }
             // Arrow's `take` indices are `u32`: a unit of more rows is refused, not wrapped.
             if u32::try_from(mask.len()).is_err() {
@@ -448,22 +516,33 @@ impl PartitionScan {
             any_passed = passing > 0;
             // Every row passing is every row: emitted as they are, without gathering.
             if passing < rows {
-                selection = Some(mask.set_indices().map(|i| i as u32).collect());
+                let rows = mask.set_indices().map(|i| i as u32).collect();
+                selection = Some(Selection { mask, rows });
             }
         }
         let skip_rest = !any_passed;
         if skip_rest {
             self.metrics.units_without_matches.add(1);
+            for skipped in &self.metrics.skipped {
+                let ColumnSource::Value { array } = &model.columns[skipped.column].source else {
+                    continue;
+                };
+                let chunks = ReadGrid::of(array).intersecting(&region)?.len();
+                skipped.chunks.add(chunks);
+                let size = array.zarrs()?.data_type().fixed_size().unwrap_or(0);
+                skipped.bytes.add(rows.saturating_mul(size));
+            }
         }
-        if filtered {
+        // A unit without any filter yet (a dynamic one still `true`) counts as matching.
+        if filtered || !self.dynamic_columns.is_empty() {
             self.recent_matches = (self.recent_matches << 1) | u16::from(!skip_rest);
             self.prefetcher
                 .fetch_all_columns(self.recent_matches.count_ones() >= 8);
         }
 
-        let mut columns = Vec::with_capacity(self.projection.len());
+        let mut columns = Vec::with_capacity(self.outputs);
         if !skip_rest {
-            let projection = self.projection.clone();
+            let projection = self.columns[..self.outputs].to_vec();
             for (slot, &ci) in projection.iter().enumerate() {
                 let column = &model.columns[ci];
                 columns.push(match &column.source {
@@ -492,6 +571,7 @@ impl PartitionScan {
                             node: array.clone(),
                             column: ci,
                             region: r,
+                            converted: converted[slot].take(),
                         }
                     }
                 });
@@ -502,7 +582,7 @@ impl PartitionScan {
         if let Some(p) = &self.metrics.progress {
             p.unit_done(rows as u64);
         }
-        let emitted = selection.as_ref().map_or(rows, Vec::len);
+        let emitted = selection.as_ref().map_or(rows, |s| s.rows.len());
         Ok(Unit {
             id,
             origin,
@@ -562,7 +642,7 @@ fn build_batch(
     let local = |d: usize, base: u64| -> Vec<u64> {
         let (stride, extent) = (strides[d].max(1), unit.extent[d].max(1));
         match &unit.selection {
-            Some(sel) => sel[positions.clone()]
+            Some(sel) => sel.rows[positions.clone()]
                 .iter()
                 .map(|&r| base + (u64::from(r) / stride) % extent)
                 .collect(),
@@ -570,9 +650,19 @@ fn build_batch(
         }
     };
     let rows: Vec<usize> = match &unit.selection {
-        Some(sel) => sel[positions.clone()].iter().map(|&r| r as usize).collect(),
+        Some(sel) => sel.rows[positions.clone()]
+            .iter()
+            .map(|&r| r as usize)
+            .collect(),
         None => Vec::new(),
     };
+    // The unit rows this batch's passing rows lie in, and their bits.
+    let span = match (rows.first(), rows.last()) {
+        (Some(&first), Some(&last)) => first..last + 1,
+        _ => 0..0,
+    };
+    let span_mask =
+        |sel: &Selection| BooleanArray::new(sel.mask.slice(span.start, span.len()), None);
     // `Utf8` and `Binary` hold a batch's bytes behind 32-bit offsets: a long string repeated
     // on every row of a batch (a netCDF `history`) can pass 2 GiB.
     let repeat_error = |what: &str, field: &Field, e: ArrowError| match e {
@@ -616,6 +706,7 @@ fn build_batch(
                 node,
                 column,
                 region,
+                converted,
             } => match &unit.selection {
                 None => {
                     let locate =
@@ -627,6 +718,32 @@ fn build_batch(
                         &model.columns[*column].plan,
                         &locate,
                     )?
+                }
+                // Some rows of the span fail (else `filter` would return a slice sharing the
+                // chunk's buffer): the passing ones are filtered out of the values converted
+                // for the filter, or of numbers read in place.
+                Some(sel)
+                    if span.len() > rows.len()
+                        && shares_cheaply(node, &model.columns[*column].plan, converted) =>
+                {
+                    let values = match converted {
+                        Some(values) => values.slice(span.start, span.len()),
+                        None => {
+                            let locate = |row: usize| {
+                                locate(node, &unit_coords(&unit.origin, &unit.extent, row))
+                            };
+                            to_arrow_shared(
+                                node,
+                                region.elements(),
+                                span.clone(),
+                                &model.columns[*column].plan,
+                                &locate,
+                            )?
+                        }
+                    };
+                    filter(values.as_ref(), &span_mask(sel)).map_err(|e| {
+                        ZarrError::internal(format!("filtering {}: {e}", field.name()))
+                    })?
                 }
                 Some(_) => {
                     // Gather the passing rows, then transcode only them.
@@ -647,6 +764,15 @@ fn build_batch(
     let options = RecordBatchOptions::new().with_row_count(Some(positions.len()));
     RecordBatch::try_new_with_options(schema.clone(), arrays, &options)
         .map_err(|e| ZarrError::internal(format!("building a batch of {}: {e}", model.display)))
+}
+
+/// Whether a column's passing rows are best filtered out of values converted in place (numbers
+/// without CF decoding, or values a filter already converted) rather than gathered first and
+/// converted after (strings, whose transcoding costs per row).
+fn shares_cheaply(node: &ArrayNode, plan: &ValuePlan, converted: &Option<ArrayRef>) -> bool {
+    converted.is_some()
+        || (plan.cf.is_none()
+            && matches!(node.element_kind(), Ok(ElementKind::Primitive(t)) if t.is_numeric()))
 }
 
 /// The chunk key and in-chunk index of the element at array coordinates `coords`.

@@ -272,6 +272,9 @@ async fn a_predicate_on_a_data_variable_reads_the_other_columns_only_where_rows_
         "a IS NULL",
         "b IS NOT NULL AND a * 20 < b + 1",
         "b > 1e9",
+        // Dense selections (most rows of each batch pass): filtered out of the values.
+        "c <> 3",
+        "a > 10 AND c < 6",
     ] {
         let on = query(&ctx, &sql("", predicate)).await.unwrap();
         let off = query(&ctx, &sql(", '', 'pushdown', 'false'", predicate))
@@ -303,6 +306,54 @@ async fn a_predicate_on_a_data_variable_reads_the_other_columns_only_where_rows_
         "{plan}"
     );
     assert!(!plan.contains("FilterExec"), "{plan}");
+    // The filter's column is read for it, not output: the projection above is the scan's.
+    assert!(
+        plan.contains("projection=[b], chunks=10, decoded_filters=[a >= Float64(9500)]"),
+        "{plan}"
+    );
+    assert!(!plan.contains("ProjectionExec: expr=[b@"), "{plan}");
+    // EXPLAIN ANALYZE counts, per column, what the units without matches left unread: 9 of
+    // `b`'s chunks of 10,000 float64 each.
+    let analyzed = query(&ctx, &format!("EXPLAIN ANALYZE {}", sql("", "a >= 9500")))
+        .await
+        .unwrap();
+    let analyzed = arrow::util::pretty::pretty_format_batches(&analyzed)
+        .unwrap()
+        .to_string();
+    assert!(
+        analyzed.contains("chunks_skipped[b]=9")
+            && analyzed.contains("bytes_not_decoded[b]=720.0 K"),
+        "{analyzed}"
+    );
+}
+
+/// A TopK's dynamic filter (`ORDER BY a LIMIT 10`) is evaluated on each unit's `a` like the
+/// scan's own filters: once the first unit set the threshold, the other units' `b` is neither
+/// fetched nor decoded. One partition, so the threshold comes before the other units.
+#[tokio::test]
+async fn a_topk_threshold_leaves_the_other_columns_of_later_units_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("floats.zarr");
+    let store = store.display();
+    let ctx = zarr_test_support::context_with_partitions(1);
+    query(
+        &ctx,
+        &format!(
+            "COPY (SELECT v / 10.0 AS a, CAST(v * 2 AS DOUBLE) AS b \
+             FROM generate_series(0, 99999) t(v)) TO '{store}' STORED AS ZARR \
+             OPTIONS ('chunk_rows' '10000')"
+        ),
+    )
+    .await
+    .unwrap();
+    let sql = format!("SELECT a, b FROM read_zarr('{store}') ORDER BY a LIMIT 10");
+    let names = ["units_without_matches", "chunks_read"];
+    let (rows, m) = scan_metric(&ctx, &sql, &names).await;
+    assert_eq!(rows, 10);
+    assert_eq!(m, [9, 10 + 1], "{names:?}: `a`'s 10 chunks and one of `b`");
+    let got = query(&ctx, &sql).await.unwrap();
+    let want: Vec<_> = (0..10).map(|v| serde_json::json!(v as f64 * 2.0)).collect();
+    assert_eq!(to_json(column(&got, "b").as_ref()), want);
 }
 
 #[tokio::test]

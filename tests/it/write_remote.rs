@@ -1009,3 +1009,71 @@ async fn a_writes_lease_costs_two_requests() {
         "the lease stayed"
     );
 }
+
+// 7. Reading back: late materialisation on S3.
+
+/// A selective filter on S3 requests the other columns' chunks only for the units with matches:
+/// one unit's worth for `a >= 9500` (its last unit), none when no row matches; the filter
+/// column's chunks are requested once each. Counted at a proxy in front of moto.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_selective_filter_on_s3_requests_the_other_columns_only_where_rows_match() {
+    let place = Place::new("s3", "late_filter");
+    let location = place.location("floats.zarr");
+    let select = "SELECT v / 10.0 AS a, CAST(v * 2 AS DOUBLE) AS b, CAST(v % 7 AS BIGINT) AS c \
+                  FROM generate_series(0, 99999) t(v)";
+    // Written in row order, so that `a` grows from chunk to chunk.
+    run(
+        &context_writing_in_order(8192),
+        &copy_sql(
+            select,
+            &location,
+            &place.options(&[("chunk_rows", "10000")]),
+        ),
+    )
+    .await
+    .unwrap();
+    let proxy = Proxy::start(place.s.s3);
+    let mut storage = place.storage();
+    for (k, v) in &mut storage {
+        if k == "aws.endpoint" {
+            *v = format!("http://127.0.0.1:{}", proxy.port);
+        }
+    }
+    let ctx = zarr_test_support::context();
+    let table = read_zarr(&location, &storage);
+    // Chunk GETs of a column in a log, by the column's name.
+    let chunk_gets = |log: &[servers::proxy::Logged], column: &str| {
+        let marker = format!("floats.zarr/{column}/c/");
+        log.iter()
+            .filter(|l| l.method == "GET" && l.target.contains(&marker))
+            .count()
+    };
+    for (predicate, want_sum, b_units) in [
+        ("a >= 9500", 2 * (95_000..100_000u64).sum::<u64>(), 1),
+        ("a > 1e9", 0, 0),
+    ] {
+        let sql = format!("SELECT sum(b) AS s, count(*) AS n FROM {table} WHERE {predicate}");
+        proxy.take_log();
+        let got = query(&ctx, &sql).await.unwrap();
+        let log = proxy.take_log();
+        let (a_gets, b_gets) = (chunk_gets(&log, "a"), chunk_gets(&log, "b"));
+        let sum = to_json(column(&got, "s").as_ref());
+        match want_sum {
+            0 => assert_eq!(sum, vec![Value::Null], "{predicate}"),
+            s => assert_eq!(sum, vec![serde_json::json!(s as f64)], "{predicate}"),
+        }
+        assert_eq!(
+            a_gets, 10,
+            "{predicate}: every chunk of the filter column, once"
+        );
+        assert_eq!(
+            b_gets,
+            b_units,
+            "{predicate}: the other column only where rows match: {:?}",
+            log.iter()
+                .filter(|l| l.target.contains("/b/"))
+                .map(|l| (&l.method, &l.target, &l.range))
+                .collect::<Vec<_>>()
+        );
+    }
+}

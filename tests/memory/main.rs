@@ -6,6 +6,7 @@ mod bombs;
 mod codecs;
 mod large_documents;
 mod metadata_edges;
+mod scan;
 
 #[global_allocator]
 static ALLOCATOR: zarr_test_support::counting_alloc::Counting =
