@@ -24,6 +24,9 @@ struct Limits;
 #[doc = include_str!("../docs/performance.md")]
 struct Performance;
 
+#[doc = include_str!("../docs/reference-sets.md")]
+struct ReferenceSets;
+
 #[doc = include_str!("../docs/remote-stores.md")]
 struct RemoteStores;
 

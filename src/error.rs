@@ -94,6 +94,18 @@ pub enum ZarrError {
         message: String,
     },
 
+    /// A kerchunk reference set cannot be read: the reference (its key, or `gen[i]`) and the
+    /// rule it breaks.
+    #[error("reference set {references}{}: {message}", if at.is_empty() { String::new() } else { format!(", reference '{at}'") })]
+    References {
+        /// The reference file's URL (without credentials).
+        references: String,
+        /// The key or generator, or empty for the file as a whole.
+        at: String,
+        /// What is wrong.
+        message: String,
+    },
+
     /// A row of a query cannot be written (a NULL the type cannot hold, a string too long).
     #[error("column {column}, row {row}: {message}")]
     Row {

@@ -1,8 +1,8 @@
 //! The bodies of the fuzz targets (`fuzz/`), kept in the library so that the regression test
 //! (`tests/it/fuzz_regressions.rs`) runs every saved input through exactly the same code.
 //! Each function must return normally, or with an error, on any input; a panic is a bug.
-//! `metadata`, `chunk` and `kernel` call the parsing, decoding and transcoding directly; `cf`
-//! and `vlen` write an array to an in-memory store and scan it as a query does.
+//! `metadata`, `chunk`, `kernel` and `references` call the parsing, decoding and transcoding
+//! directly; `cf` and `vlen` write an array to an in-memory store and scan it as a query does.
 
 use std::sync::Arc;
 
@@ -19,6 +19,13 @@ use crate::node::{ArrayNode, parse_array};
 use crate::options::{InvalidUtf32, StringType, ZarrOptions};
 use crate::provider::ZarrTable;
 use crate::scan::{Elements, decode_chunk};
+
+/// Kerchunk reference sets: any bytes as a JSON reference set (spec version 0 or 1, with
+/// templates and generators, at most 10,000 references), its URLs resolved and checked
+/// against the allowed places.
+pub fn references(data: &[u8]) {
+    crate::references::fuzz_parse(data, 10_000);
+}
 
 /// Metadata parsing: any bytes as a `zarr.json` (or `.zarray`), then the fill chunk of a
 /// small array.

@@ -172,6 +172,16 @@ declare_options! {
             parse parse_as_of,
             values "a timestamp (`2026-12-01T12:00:00Z`, `2026-12-01 12:00:00`, `2026-12-01`; UTC unless it names an offset)",
             meaning "Icechunk repositories: read the branch's (`branch`, default `main`) newest snapshot written at or before this time";
+        /// Reference sets: the URL prefixes whose files a reference may read.
+        reference_targets: Option<Vec<String>> = None,
+            parse parse_containers,
+            values "URL prefixes, comma-separated (`file:///data/nc/,s3://bucket/raw/`)",
+            meaning "kerchunk reference sets: the places (URL prefixes) whose files a reference may read; by default the reference file's own directory, and a reference elsewhere is an error naming it before any byte is read (see [reference sets](docs/reference-sets.md))";
+        /// Reference sets: most references one set holds (`gen` entries counted as they expand).
+        max_references: u64 = 2_000_000,
+            parse parse_count,
+            values "a number, default 2000000",
+            meaning "kerchunk reference sets: most references one set holds, `gen` entries counted before they are expanded";
         /// Icechunk: the virtual-chunk containers (URL prefixes) whose files may be read.
         virtual_chunk_containers: Option<Vec<String>> = None,
             parse parse_containers,

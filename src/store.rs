@@ -69,7 +69,29 @@ impl ZarrStore {
         location: &str,
         storage: &StorageOptions,
     ) -> Result<Self> {
-        let url = location_url(location)?;
+        Self::open_url(runtime, location_url(location)?, storage)
+    }
+
+    /// [`ZarrStore::open`] for a single file (a reference set, or a file it reads): its root is
+    /// the file, read with key `""`.
+    pub(crate) fn open_file(
+        runtime: &RuntimeEnv,
+        location: &str,
+        storage: &StorageOptions,
+    ) -> Result<Self> {
+        Self::open_url(runtime, file_url(location)?, storage)
+    }
+
+    /// [`ZarrStore::open_file`] for a file's URL already parsed (and checked).
+    pub(crate) fn open_url_of_file(
+        runtime: &RuntimeEnv,
+        url: Url,
+        storage: &StorageOptions,
+    ) -> Result<Self> {
+        Self::open_url(runtime, url, storage)
+    }
+
+    fn open_url(runtime: &RuntimeEnv, url: Url, storage: &StorageOptions) -> Result<Self> {
         let shown = redact(&url);
         if matches!(url.scheme(), "http" | "https") && url.query().is_some() {
             // object_store asks for each object by its own path; a query (a presigned or SAS
@@ -270,9 +292,8 @@ impl ZarrStore {
         }
     }
 
-    /// The same location read through `store` at `root` (an Icechunk snapshot's keys), shown
-    /// as `shown`.
-    #[cfg(feature = "icechunk")]
+    /// The same location read through `store` at `root` (an Icechunk snapshot's keys, or a
+    /// reference set's), shown as `shown`.
     pub(crate) fn with_object_store(
         &self,
         store: Arc<dyn ObjectStore>,
@@ -547,6 +568,31 @@ pub(crate) fn location_url(location: &str) -> Result<Url> {
         return Ok(url);
     }
     local_url(location, std::path::Path::new(location))
+}
+
+/// Turns the location of a single file into a URL: URLs pass through, local paths must name an
+/// existing file.
+pub(crate) fn file_url(location: &str) -> Result<Url> {
+    let path = match location.contains("://") {
+        true => {
+            let shown = redact_unparsed(location);
+            let url = Url::parse(location)
+                .map_err(|e| ZarrError::Location(format!("'{shown}' is not a URL: {e}")))?;
+            if url.scheme() != "file" {
+                return Ok(url);
+            }
+            url.to_file_path()
+                .map_err(|_| ZarrError::Location(format!("'{shown}' is not a file path")))?
+        }
+        false => std::path::PathBuf::from(location),
+    };
+    let abs = std::fs::canonicalize(&path)
+        .map_err(|e| ZarrError::Location(format!("'{location}' cannot be opened: {e}")))?;
+    if !abs.is_file() {
+        return Err(ZarrError::Location(format!("'{location}' is not a file")));
+    }
+    Url::from_file_path(&abs)
+        .map_err(|_| ZarrError::Location(format!("'{location}' is not an absolute path")))
 }
 
 fn local_url(location: &str, path: &std::path::Path) -> Result<Url> {

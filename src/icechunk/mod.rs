@@ -133,7 +133,10 @@ pub(crate) async fn open_node_at(
     options: ZarrOptions,
     arrays: bool,
 ) -> Result<(ZarrStore, ZarrOptions, Node)> {
-    let store = ZarrStore::open(runtime, location, &options.storage)?;
+    let store = match crate::references::is_reference_set(location) {
+        true => crate::references::open(runtime, location, &options).await?,
+        false => ZarrStore::open(runtime, location, &options.storage)?,
+    };
     let (store, options) = checkout_named(store, options).await?;
     match open_named_node(&store, &options, arrays).await {
         Ok(node) => Ok((store, options, node)),

@@ -86,7 +86,9 @@ impl ZarrTable {
             || options.tag.is_some()
             || options.snapshot.is_some()
             || options.as_of.is_some();
-        let version = match checked && !names_a_snapshot {
+        // A reference set's files are not a store that an overwrite replaces.
+        let references = crate::references::is_reference_set(location);
+        let version = match checked && !names_a_snapshot && !references {
             true => {
                 let store = ZarrStore::open(runtime, location, &options.storage)?;
                 Some(StoreVersion::of(&store).await?)

@@ -42,3 +42,8 @@ fn cf_inputs() {
 fn vlen_inputs() {
     run("vlen", datafusion_zarr::fuzzing::vlen);
 }
+
+#[test]
+fn references_inputs() {
+    run("references", datafusion_zarr::fuzzing::references);
+}

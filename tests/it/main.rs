@@ -20,6 +20,7 @@ mod limits;
 mod malformed;
 mod metadata;
 mod ordered;
+mod references;
 mod remote;
 mod session_options;
 mod slt;

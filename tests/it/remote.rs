@@ -489,3 +489,76 @@ async fn groups_on_http_servers_without_webdav() {
     let got = rows(&ctx, &table(http("plain", consolidated), "meta", &[])).await;
     assert_eq!(got.unwrap(), want);
 }
+
+/// Kerchunk reference sets on every remote store: each JSON set of `tests/data/references`
+/// (uploaded beside its netCDF files) reads as it does locally, the files found relative to
+/// the reference file. A set kept under another prefix than its files is refused, naming the
+/// option, until `reference_targets` names the files' prefix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reference_sets_read_the_same_from_every_store() {
+    let s = servers();
+    let ctx = context();
+    let sets = [
+        ("references/grid.json", "temp"),
+        ("references/grid.json", ""),
+        ("references/multi.json", "temp"),
+        ("references/gen.json", "grid"),
+        ("references/extras.json", "sub/gz"),
+    ];
+    for (key, path) in sets {
+        let local = read_zarr(&location("file", &s, key), path, &[]);
+        let want = rows(&ctx, &format!("SELECT * FROM {local}")).await;
+        let want = want.unwrap_or_else(|e| panic!("{key} {path} local: {e}"));
+        assert!(want.len() > 4, "{key}: {want:?}");
+        for scheme in SCHEMES {
+            let remote = read_zarr(&location(scheme, &s, key), path, &options(scheme, &s));
+            let got = rows(&ctx, &format!("SELECT * FROM {remote}")).await;
+            let got = got.unwrap_or_else(|e| panic!("{key} '{path}' {scheme}: {e}"));
+            assert_eq!(got, want, "{key} '{path}' from {scheme}");
+        }
+    }
+    // The set under another prefix, naming its file by URL.
+    let text =
+        std::fs::read_to_string(zarr_test_support::root().join("tests/data/references/grid.json"))
+            .unwrap();
+    let files = location("s3", &s, "references/grid.nc");
+    let moved = text.replace("\"grid.nc\"", &format!("\"{files}\""));
+    let store = servers::object_store_of("s3", &s).unwrap();
+    let moved_key = object_store::path::Path::from("elsewhere/grid.json");
+    object_store::ObjectStoreExt::put(store.as_ref(), &moved_key, moved.into_bytes().into())
+        .await
+        .unwrap();
+    let at = location("s3", &s, "elsewhere/grid.json");
+    let refused = rows(
+        &ctx,
+        &format!(
+            "SELECT * FROM {}",
+            read_zarr(&at, "temp", &options("s3", &s))
+        ),
+    )
+    .await;
+    let e = refused.unwrap_err();
+    assert!(
+        e.contains("reference_targets") && e.contains("references/grid.nc"),
+        "{e}"
+    );
+    let mut allowed = options("s3", &s);
+    allowed.push((
+        "reference_targets".into(),
+        location("s3", &s, "references/"),
+    ));
+    let got = rows(
+        &ctx,
+        &format!("SELECT * FROM {}", read_zarr(&at, "temp", &allowed)),
+    )
+    .await;
+    let want = rows(
+        &ctx,
+        &format!(
+            "SELECT * FROM {}",
+            read_zarr(&location("file", &s, "references/grid.json"), "temp", &[])
+        ),
+    )
+    .await;
+    assert_eq!(got.unwrap(), want.unwrap());
+}
