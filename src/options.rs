@@ -181,7 +181,7 @@ declare_options! {
         max_references: u64 = 2_000_000,
             parse parse_count,
             values "a number, default 2000000",
-            meaning "kerchunk reference sets: most references one set holds, `gen` entries counted before they are expanded";
+            meaning "kerchunk reference sets: most references one set holds, `gen` entries counted before they are expanded and a Parquet set's chunks before its records are read";
         /// Icechunk: the virtual-chunk containers (URL prefixes) whose files may be read.
         virtual_chunk_containers: Option<Vec<String>> = None,
             parse parse_containers,

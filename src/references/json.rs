@@ -14,48 +14,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::set::{Builder, Entry, Invalid, Parsed};
 use super::template::{Template, Variables};
-
-/// Where a key's bytes are.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Entry {
-    /// The bytes themselves.
-    Inline(Bytes),
-    /// A whole file: an index into [`Parsed::targets`].
-    Whole { target: u32 },
-    /// `length` bytes of a file from `offset`.
-    Range {
-        target: u32,
-        offset: u64,
-        length: u64,
-    },
-}
-
-/// A parsed reference set.
-#[derive(Debug, Default)]
-pub(crate) struct Parsed {
-    /// Every key's entry, in key order (so a prefix lists as a range).
-    pub(crate) entries: BTreeMap<String, Entry>,
-    /// The files the entries read, as written (templates substituted), each once.
-    pub(crate) targets: Vec<String>,
-}
-
-/// Why a reference set cannot be read: the key (or `gen` entry) and the rule broken.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Invalid {
-    /// The key, or `gen[i]`, or empty for the document as a whole.
-    pub(crate) at: String,
-    pub(crate) message: String,
-}
-
-impl Invalid {
-    fn new(at: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            at: at.into(),
-            message: message.into(),
-        }
-    }
-}
 
 /// Version 1's document: `refs`, `templates` and `gen` (anything else is ignored, as fsspec
 /// ignores it).
@@ -77,11 +37,7 @@ pub(crate) fn parse(text: &[u8], max_references: u64) -> Result<Parsed, Invalid>
             format!("not a JSON object of references (fsspec's spec version 0 or 1): {e}"),
         )
     })?;
-    let mut out = Builder {
-        parsed: Parsed::default(),
-        target_ids: HashMap::new(),
-        max: max_references,
-    };
+    let mut out = Builder::new(max_references);
     let Some(version) = top.get("version") else {
         // Version 0: every member is a key.
         for (key, raw) in &top {
@@ -125,39 +81,7 @@ pub(crate) fn parse(text: &[u8], max_references: u64) -> Result<Parsed, Invalid>
     Ok(out.parsed)
 }
 
-struct Builder {
-    parsed: Parsed,
-    target_ids: HashMap<String, u32>,
-    max: u64,
-}
-
 impl Builder {
-    fn insert(&mut self, key: &str, entry: Entry) -> Result<(), Invalid> {
-        if self.parsed.entries.len() as u64 >= self.max && !self.parsed.entries.contains_key(key) {
-            return Err(Invalid::new(
-                key,
-                format!(
-                    "the reference set holds more than {} references (the option \
-                     max_references)",
-                    self.max
-                ),
-            ));
-        }
-        self.parsed.entries.insert(key.to_string(), entry);
-        Ok(())
-    }
-
-    fn target(&mut self, key: &str, url: String) -> Result<u32, Invalid> {
-        if let Some(&id) = self.target_ids.get(&url) {
-            return Ok(id);
-        }
-        let id = u32::try_from(self.parsed.targets.len())
-            .map_err(|_| Invalid::new(key, "the reference set reads more than 2^32 files"))?;
-        self.target_ids.insert(url.clone(), id);
-        self.parsed.targets.push(url);
-        Ok(id)
-    }
-
     /// One member of `refs` (or of a version 0 document).
     fn add_raw(&mut self, key: &str, raw: &RawValue, templates: &Variables) -> Result<(), Invalid> {
         let value: Value = serde_json::from_str(raw.get())

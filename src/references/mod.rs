@@ -2,7 +2,9 @@
 //! them) opened as Zarr stores: a netCDF-4/HDF5 archive queried where it is, each Zarr key
 //! mapped to inline data or a byte range of an original file.
 //!
+//! - `set.rs` is a set as read, whatever its form: each key's inline bytes or file range;
 //! - `json.rs` parses the JSON forms (spec versions 0 and 1, `templates`, `gen`);
+//! - `parquet.rs` reads the Parquet layout (`refs.parq/`);
 //! - `template.rs` renders the Jinja subset those use;
 //! - `store.rs` serves the keys as an `ObjectStore`, so the scan reads them as any store;
 //! - here: recognising a reference set, resolving its URLs against the reference file, the
@@ -10,6 +12,8 @@
 //!   files live in.
 
 mod json;
+mod parquet;
+mod set;
 mod store;
 mod template;
 
@@ -26,17 +30,38 @@ use crate::object_stores::redact;
 use crate::options::ZarrOptions;
 use crate::store::{ZarrStore, file_url, location_url};
 
-use json::Entry;
+use set::Entry;
 use store::{ReferenceStore, Target};
 
-/// Whether `location` names a reference set rather than a store: a `.json` file (a Zarr store
-/// is a directory; its own documents are `zarr.json`, `.zgroup` and `.zarray` inside it).
-pub(crate) fn is_reference_set(location: &str) -> bool {
+/// The forms a reference set comes in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// A `.json` file.
+    Json,
+    /// A `.parq` (or `.parquet`) directory of Parquet record files.
+    Parquet,
+}
+
+/// The form of reference set `location` names, by its name: a `.json` file (a Zarr store is a
+/// directory; its own documents are `zarr.json`, `.zgroup` and `.zarray` inside it), or a
+/// `.parq`/`.parquet` directory; `None` for a store.
+fn form(location: &str) -> Option<Form> {
     let path = location.split(['?', '#']).next().unwrap_or(location);
-    let name = path.rsplit('/').next().unwrap_or(path);
-    name.len() > ".json".len()
-        && name.to_ascii_lowercase().ends_with(".json")
-        && name != "zarr.json"
+    let path = path.trim_end_matches('/');
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    let named = |ext: &str| name.len() > ext.len() && name.ends_with(ext);
+    if named(".json") && name != "zarr.json" {
+        Some(Form::Json)
+    } else if named(".parq") || named(".parquet") {
+        Some(Form::Parquet)
+    } else {
+        None
+    }
+}
+
+/// Whether `location` names a reference set rather than a store.
+pub(crate) fn is_reference_set(location: &str) -> bool {
+    form(location).is_some()
 }
 
 /// The reference set at `location` as a store: the reference file read within
@@ -48,30 +73,28 @@ pub(crate) async fn open(
     location: &str,
     options: &ZarrOptions,
 ) -> Result<ZarrStore> {
-    let file = ZarrStore::open_file(runtime, location, &options.storage)?;
+    let limits = Limits::of(options);
+    let (file, base, parsed, modified) = match form(location) {
+        Some(Form::Parquet) => {
+            let dir = ZarrStore::open(runtime, location, &options.storage)?;
+            let parsed = parquet::parse(&dir, &limits, options.max_references).await?;
+            // Relative URLs name files beside the set's directory, as beside a JSON file.
+            let mut base = dir.url().clone();
+            base.set_path(dir.url().path().trim_end_matches('/'));
+            (dir, base, parsed, chrono::Utc::now())
+        }
+        _ => {
+            let file = ZarrStore::open_file(runtime, location, &options.storage)?;
+            let (meta, parsed) = read_json(&file, &limits, options.max_references).await?;
+            (file, file_url(location)?, parsed, meta)
+        }
+    };
     let shown = file.display_location().to_string();
     let invalid = |at: &str, message: String| ZarrError::References {
         references: shown.clone(),
         at: at.to_string(),
         message,
     };
-    let limits = Limits::of(options);
-    let (objects, path) = file.parts();
-    let meta = objects
-        .head(path)
-        .await
-        .map_err(|e| invalid("", format!("cannot be read: {e}")))?;
-    limits
-        .metadata
-        .check(&shown, "reference file", Some(meta.size))?;
-    let text = file
-        .get("", limits.metadata)
-        .await?
-        .ok_or_else(|| invalid("", "does not exist".to_string()))?;
-    let parsed =
-        json::parse(&text, options.max_references).map_err(|e| invalid(&e.at, e.message))?;
-
-    let base = file_url(location)?;
     let allowed = allowed_prefixes(&base, options.reference_targets.as_deref())?;
     // Every URL resolved and checked before any byte of a file is read.
     let mut urls = Vec::with_capacity(parsed.targets.len());
@@ -106,7 +129,7 @@ pub(crate) async fn open(
             shown: store.display_location().to_string(),
         });
     }
-    let adapter = ReferenceStore::new(parsed.entries, targets, shown.clone(), meta.last_modified);
+    let adapter = ReferenceStore::new(parsed.entries, targets, shown.clone(), modified);
     Ok(file.with_object_store(std::sync::Arc::new(adapter), Path::default(), shown))
 }
 
@@ -117,6 +140,35 @@ fn resolve(base: &Url, written: &str) -> std::result::Result<Url, url::ParseErro
         true => Url::parse(written),
         false => base.join(written),
     }
+}
+
+/// The JSON reference set in `file`, read within `max_metadata_bytes` and parsed within
+/// `max_references`, and when it was last modified.
+async fn read_json(
+    file: &ZarrStore,
+    limits: &Limits,
+    max_references: u64,
+) -> Result<(chrono::DateTime<chrono::Utc>, set::Parsed)> {
+    let shown = file.display_location().to_string();
+    let invalid = |at: &str, message: String| ZarrError::References {
+        references: shown.clone(),
+        at: at.to_string(),
+        message,
+    };
+    let (objects, path) = file.parts();
+    let meta = objects
+        .head(path)
+        .await
+        .map_err(|e| invalid("", format!("cannot be read: {e}")))?;
+    limits
+        .metadata
+        .check(&shown, "reference file", Some(meta.size))?;
+    let text = file
+        .get("", limits.metadata)
+        .await?
+        .ok_or_else(|| invalid("", "does not exist".to_string()))?;
+    let parsed = json::parse(&text, max_references).map_err(|e| invalid(&e.at, e.message))?;
+    Ok((meta.last_modified, parsed))
 }
 
 /// The fuzz target's body: any bytes as a JSON reference set (within `max_references`), each
@@ -184,9 +236,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reference_sets_are_json_files() {
+    fn reference_sets_are_json_files_and_parquet_directories() {
         assert!(is_reference_set("/data/refs.json"));
         assert!(is_reference_set("s3://b/x/REFS.JSON"));
+        assert_eq!(form("/data/refs.parq/"), Some(Form::Parquet));
+        assert_eq!(form("s3://b/refs.parquet"), Some(Form::Parquet));
         assert!(!is_reference_set("/data/store.zarr"));
         assert!(!is_reference_set("/data/store.zarr/zarr.json"));
         assert!(!is_reference_set(".json"));

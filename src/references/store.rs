@@ -24,7 +24,7 @@ use object_store::{
 };
 use tokio::sync::Mutex;
 
-use super::json::Entry;
+use super::set::Entry;
 
 /// A file references read from: the store it lives in, its path there, and its URL as shown.
 #[derive(Debug, Clone)]

@@ -504,6 +504,8 @@ async fn reference_sets_read_the_same_from_every_store() {
         ("references/multi.json", "temp"),
         ("references/gen.json", "grid"),
         ("references/extras.json", "sub/gz"),
+        ("references/grid.parq", "temp"),
+        ("references/extras.parq", "sub/deeper/fixs"),
     ];
     for (key, path) in sets {
         let local = read_zarr(&location("file", &s, key), path, &[]);
