@@ -549,3 +549,19 @@ fn an_executor_started_before_its_scheduler_waits_for_it() {
         "the executor did not reach its scheduler: {polling}"
     );
 }
+
+/// A kerchunk reference set (JSON, and the Parquet layout) is read by the executors as it is
+/// locally: each opens the set and reads the netCDF files' byte ranges it names.
+#[test]
+fn reference_sets_give_the_local_results_on_the_cluster() {
+    let refs = zarr_test_support::root().join("tests/data/references");
+    for set in ["multi.json", "grid.parq"] {
+        let sql = format!(
+            "SELECT time, lat, lon, temp FROM read_zarr('{}', 'temp') WHERE temp > 280 ORDER BY time, lat, lon",
+            refs.join(set).display()
+        );
+        let (local, remote) = both(&["--format", "csv", "-q", "-c", &sql]);
+        assert!(local.lines().count() > 10, "{set}: {local}");
+        assert_eq!(remote, local, "{set}");
+    }
+}
