@@ -12,7 +12,9 @@ is reported with its error.
 The store (a group of three float64 arrays of 20,000,000 rows along `i`: `a` increasing from 0
 to 20,000 in steps of 0.001, `b` uniform in [0, 1) from a fixed seed, `cc` repeating 0..99;
 chunks of 1,000,000 rows, zstd 3) is written by our COPY into benches/data on the first run.
-Every side's answers are checked equal before timing.
+Every side's answers are checked equal before timing. The queries: a full sum, filters passing
+50%, 2.5% (at the end and in the middle of `a`), 3% (`IN`) and no rows, a TopK, and a join with
+a small table.
 """
 import os
 import re
