@@ -57,6 +57,7 @@ mod optimizer;
 mod options;
 mod progress;
 mod provider;
+mod read_only_store;
 mod references;
 mod scan;
 mod session_options;

@@ -17,11 +17,15 @@ use icechunk::session::Session;
 use icechunk::store::{ListDirItem, StoreError, StoreErrorKind};
 use object_store::path::Path;
 use object_store::{
-    CopyOptions, GetOptions, GetRange, GetResult, GetResultPayload, ListResult, MultipartUpload,
-    ObjectMeta, ObjectStore, ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload,
-    PutResult,
+    CopyOptions, GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload, ObjectMeta,
+    ObjectStore, ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult,
 };
 use tokio::sync::RwLock;
+
+use crate::read_only_store;
+
+/// What the errors of writes call this store.
+const WHAT: &str = "an Icechunk snapshot";
 
 /// The keys of one snapshot. Written by hand (icechunk offers zarrs' storage traits through
 /// `zarrs_icechunk`, but our scan reads through `object_store`): a thin mapping of `get`,
@@ -172,35 +176,6 @@ fn failure(key: &str, message: String) -> object_store::Error {
     }
 }
 
-fn read_only(operation: &str) -> object_store::Error {
-    object_store::Error::NotSupported {
-        source: format!("{operation}: an Icechunk snapshot is read-only").into(),
-    }
-}
-
-/// The byte range of an object of `size` bytes that `range` asks for, or an error as
-/// object_store gives for a range that starts past the end.
-fn resolve(
-    range: Option<GetRange>,
-    size: u64,
-    key: &str,
-) -> object_store::Result<std::ops::Range<u64>> {
-    let resolved = match range {
-        None => 0..size,
-        Some(GetRange::Bounded(r)) => r.start..r.end.min(size),
-        Some(GetRange::Offset(o)) => o..size,
-        Some(GetRange::Suffix(n)) => size.saturating_sub(n)..size,
-    };
-    if resolved.start > resolved.end || (resolved.start >= size && size > 0) {
-        return Err(object_store::Error::Generic {
-            store: "Icechunk",
-            source: format!("'{key}': the range {resolved:?} is outside the object's {size} bytes")
-                .into(),
-        });
-    }
-    Ok(resolved)
-}
-
 #[async_trait]
 impl ObjectStore for SnapshotStore {
     async fn put_opts(
@@ -209,7 +184,7 @@ impl ObjectStore for SnapshotStore {
         _: PutPayload,
         _: PutOptions,
     ) -> object_store::Result<PutResult> {
-        Err(read_only("put"))
+        Err(read_only_store::refused("put", WHAT))
     }
 
     async fn put_multipart_opts(
@@ -217,7 +192,20 @@ impl ObjectStore for SnapshotStore {
         _: &Path,
         _: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        Err(read_only("put"))
+        Err(read_only_store::refused("put", WHAT))
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        locations
+            .map(|_| Err(read_only_store::refused("delete", WHAT)))
+            .boxed()
+    }
+
+    async fn copy_opts(&self, _: &Path, _: &Path, _: CopyOptions) -> object_store::Result<()> {
+        Err(read_only_store::refused("copy", WHAT))
     }
 
     /// The size comes from the manifest (no read); the bytes are fetched only when the
@@ -230,18 +218,12 @@ impl ObjectStore for SnapshotStore {
     ) -> object_store::Result<GetResult> {
         let key = location.as_ref().to_string();
         let (located, size) = self.locate(&key).await?;
-        let range = resolve(options.range.clone(), size, &key)?;
+        let range = read_only_store::resolve(options.range.clone(), size, &key, "Icechunk")?;
         let meta = self.meta(&key, size);
         let payload = match (options.head, located) {
             (true, _) => futures::stream::empty().boxed(),
             (false, Located::Inline(bytes)) => {
-                let part = usize::try_from(range.start)
-                    .ok()
-                    .zip(usize::try_from(range.end).ok())
-                    .filter(|(start, end)| start <= end && *end <= bytes.len())
-                    .map(|(start, end)| bytes.slice(start..end));
-                let part = part
-                    .ok_or_else(|| failure(&key, format!("{range:?} is outside its inline bytes")));
+                let part = read_only_store::slice(&bytes, &range, &key, "Icechunk");
                 futures::stream::once(async move { part }).boxed()
             }
             (false, Located::Object { path, start }) => {
@@ -282,13 +264,6 @@ impl ObjectStore for SnapshotStore {
             range,
             attributes: Default::default(),
         })
-    }
-
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
-    ) -> BoxStream<'static, object_store::Result<Path>> {
-        locations.map(|_| Err(read_only("delete"))).boxed()
     }
 
     /// icechunk lists a prefix by walking the snapshot's nodes and manifests (every key of the
@@ -349,10 +324,6 @@ impl ObjectStore for SnapshotStore {
             }
         }
         Ok(listed)
-    }
-
-    async fn copy_opts(&self, _: &Path, _: &Path, _: CopyOptions) -> object_store::Result<()> {
-        Err(read_only("copy"))
     }
 }
 

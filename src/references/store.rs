@@ -18,13 +18,16 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use object_store::path::Path;
 use object_store::{
-    CopyOptions, GetOptions, GetRange, GetResult, GetResultPayload, ListResult, MultipartUpload,
-    ObjectMeta, ObjectStore, ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload,
-    PutResult,
+    CopyOptions, GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload, ObjectMeta,
+    ObjectStore, ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult,
 };
 use tokio::sync::Mutex;
 
 use super::set::Entry;
+use crate::read_only_store;
+
+/// What the errors of writes call this store.
+const WHAT: &str = "a reference set";
 
 /// A file references read from: the store it lives in, its path there, and its URL as shown.
 #[derive(Debug, Clone)]
@@ -186,30 +189,6 @@ fn failure(key: &str, message: String) -> object_store::Error {
     }
 }
 
-fn read_only(operation: &str) -> object_store::Error {
-    object_store::Error::NotSupported {
-        source: format!("{operation}: a reference set is read-only").into(),
-    }
-}
-
-/// The byte range of an object of `size` bytes that `range` asks for, or an error as
-/// object_store gives for a range that starts past the end.
-fn resolve(range: Option<GetRange>, size: u64, key: &str) -> object_store::Result<Range<u64>> {
-    let resolved = match range {
-        None => 0..size,
-        Some(GetRange::Bounded(r)) => r.start..r.end.min(size),
-        Some(GetRange::Offset(o)) => o..size,
-        Some(GetRange::Suffix(n)) => size.saturating_sub(n)..size,
-    };
-    if resolved.start > resolved.end || (resolved.start >= size && size > 0) {
-        return Err(failure(
-            key,
-            format!("the range {resolved:?} is outside its {size} bytes"),
-        ));
-    }
-    Ok(resolved)
-}
-
 #[async_trait]
 impl ObjectStore for ReferenceStore {
     async fn put_opts(
@@ -218,7 +197,7 @@ impl ObjectStore for ReferenceStore {
         _: PutPayload,
         _: PutOptions,
     ) -> object_store::Result<PutResult> {
-        Err(read_only("put"))
+        Err(read_only_store::refused("put", WHAT))
     }
 
     async fn put_multipart_opts(
@@ -226,7 +205,20 @@ impl ObjectStore for ReferenceStore {
         _: &Path,
         _: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        Err(read_only("put"))
+        Err(read_only_store::refused("put", WHAT))
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        locations
+            .map(|_| Err(read_only_store::refused("delete", WHAT)))
+            .boxed()
+    }
+
+    async fn copy_opts(&self, _: &Path, _: &Path, _: CopyOptions) -> object_store::Result<()> {
+        Err(read_only_store::refused("copy", WHAT))
     }
 
     /// The size comes from the reference (no read); the bytes are fetched only when the payload
@@ -241,17 +233,12 @@ impl ObjectStore for ReferenceStore {
         let key = location.as_ref().to_string();
         let entry = self.entry(&key)?.clone();
         let size = self.size(&key, &entry).await?;
-        let range = resolve(options.range.clone(), size, &key)?;
+        let range = read_only_store::resolve(options.range.clone(), size, &key, "ReferenceSet")?;
         let meta = self.meta(&key, size);
         let payload = match (options.head, entry) {
             (true, _) => futures::stream::empty().boxed(),
             (false, Entry::Inline(bytes)) => {
-                let part = usize::try_from(range.start)
-                    .ok()
-                    .zip(usize::try_from(range.end).ok())
-                    .filter(|(start, end)| start <= end && *end <= bytes.len())
-                    .map(|(start, end)| bytes.slice(start..end))
-                    .ok_or_else(|| failure(&key, format!("{range:?} is outside its inline bytes")));
+                let part = read_only_store::slice(&bytes, &range, &key, "ReferenceSet");
                 futures::stream::once(async move { part }).boxed()
             }
             (false, Entry::Whole { target }) => self.read_file(key, target, 0, range.clone())?,
@@ -265,13 +252,6 @@ impl ObjectStore for ReferenceStore {
             range,
             attributes: Default::default(),
         })
-    }
-
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
-    ) -> BoxStream<'static, object_store::Result<Path>> {
-        locations.map(|_| Err(read_only("delete"))).boxed()
     }
 
     /// The keys below `prefix`, in key order; a whole file's size is asked of its store.
@@ -317,9 +297,5 @@ impl ObjectStore for ReferenceStore {
             }
         }
         Ok(listed)
-    }
-
-    async fn copy_opts(&self, _: &Path, _: &Path, _: CopyOptions) -> object_store::Result<()> {
-        Err(read_only("copy"))
     }
 }
