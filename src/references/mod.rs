@@ -129,8 +129,15 @@ pub(crate) async fn open(
             shown: store.display_location().to_string(),
         });
     }
-    let adapter = ReferenceStore::new(parsed.entries, targets, shown.clone(), modified);
-    Ok(file.with_object_store(std::sync::Arc::new(adapter), Path::default(), shown))
+    let adapter = std::sync::Arc::new(ReferenceStore::new(
+        parsed.entries,
+        targets,
+        shown.clone(),
+        modified,
+    ));
+    Ok(file
+        .with_object_store(adapter.clone(), Path::default(), shown)
+        .reading_many_with(adapter))
 }
 
 /// `written` (a reference's URL) as a URL: a URL as it is, a path relative to the reference

@@ -24,7 +24,128 @@ use object_store::{
 use tokio::sync::Mutex;
 
 use super::set::Entry;
+use crate::error::ZarrError;
+use crate::limits::Limit;
 use crate::read_only_store;
+use crate::store::ReadsMany;
+
+/// Reads many keys at once: the byte ranges each file holds of them in one call to its store
+/// (object_store's `get_ranges`: neighbouring ranges coalesced into one request on a remote
+/// store, the file opened once on a local one), the files at once.
+#[async_trait]
+impl ReadsMany for ReferenceStore {
+    async fn get_many(
+        &self,
+        keys: &[String],
+        limit: Limit,
+        shown: &str,
+    ) -> Vec<crate::error::Result<Option<Bytes>>> {
+        let error = |key: &str, message: String| ZarrError::Store {
+            location: format!("{shown}/{key}"),
+            message,
+        };
+        let mut out: Vec<crate::error::Result<Option<Bytes>>> = Vec::with_capacity(keys.len());
+        // Per file, the keys' positions in `out` and their ranges.
+        let mut wanted: HashMap<u32, Vec<(usize, Range<u64>)>> = HashMap::new();
+        for (i, key) in keys.iter().enumerate() {
+            let (target, range) = match self.entries.get(key) {
+                None => {
+                    out.push(Ok(None));
+                    continue;
+                }
+                Some(Entry::Inline(bytes)) => {
+                    let size = bytes.len() as u64;
+                    out.push(
+                        limit
+                            .check(format_args!("{shown}/{key}"), "object", Some(size))
+                            .map(|()| Some(bytes.clone())),
+                    );
+                    continue;
+                }
+                Some(Entry::Whole { target }) => {
+                    match self.size(key, &Entry::Whole { target: *target }).await {
+                        Ok(size) => (*target, 0..size),
+                        Err(e) => {
+                            out.push(Err(error(key, e.to_string())));
+                            continue;
+                        }
+                    }
+                }
+                Some(Entry::Range {
+                    target,
+                    offset,
+                    length,
+                }) => (*target, *offset..offset.saturating_add(*length)),
+            };
+            let size = range.end - range.start;
+            match limit.check(format_args!("{shown}/{key}"), "object", Some(size)) {
+                Ok(()) => {
+                    out.push(Ok(None));
+                    wanted.entry(target).or_default().push((i, range));
+                }
+                Err(e) => out.push(Err(e)),
+            }
+        }
+        let reads = wanted.into_iter().map(|(target, wanted)| async move {
+            let ranges: Vec<Range<u64>> = wanted.iter().map(|(_, r)| r.clone()).collect();
+            let read = match self.target("", target) {
+                Ok(t) => t
+                    .store
+                    .get_ranges(&t.path, &ranges)
+                    .await
+                    .map_err(|e| (t.shown.clone(), e.to_string())),
+                Err(e) => Err((String::new(), e.to_string())),
+            };
+            (target, wanted, read)
+        });
+        for (target, wanted, read) in futures::future::join_all(reads).await {
+            let file = self
+                .target("", target)
+                .map(|t| t.shown.clone())
+                .unwrap_or_default();
+            match read {
+                Ok(parts) if parts.len() == wanted.len() => {
+                    for ((i, range), bytes) in wanted.into_iter().zip(parts) {
+                        let key = keys.get(i).map_or("", String::as_str);
+                        let result = match bytes.len() as u64 == range.end - range.start {
+                            true => Ok(Some(bytes)),
+                            false => Err(error(
+                                key,
+                                format!(
+                                    "reference '{key}': it reads bytes {}..{} of {file}, which ends {} bytes short",
+                                    range.start,
+                                    range.end,
+                                    (range.end - range.start).saturating_sub(bytes.len() as u64)
+                                ),
+                            )),
+                        };
+                        if let Some(slot) = out.get_mut(i) {
+                            *slot = result;
+                        }
+                    }
+                }
+                failed => {
+                    let message = match failed {
+                        Err((_, e)) => e,
+                        Ok(parts) => format!("{} ranges read for {}", parts.len(), wanted.len()),
+                    };
+                    for (i, range) in wanted {
+                        let key = keys.get(i).map_or("", String::as_str);
+                        if let Some(slot) = out.get_mut(i) {
+                            *slot = Err(error(
+                                key,
+                                format!(
+                                    "reference '{key}': bytes {range:?} of {file} cannot be read: {message}"
+                                ),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
 
 /// What the errors of writes call this store.
 const WHAT: &str = "a reference set";

@@ -108,7 +108,7 @@ impl Prefetcher {
         let n = columns.len();
         let max_window = io_concurrency.max(1);
         let batched = store.reads_many_at_once() && columns.iter().all(|c| c.array.inner.is_none());
-        let budget = read_ahead_bytes.unwrap_or(match store.reads_many_at_once() {
+        let budget = read_ahead_bytes.unwrap_or(match store.is_local() {
             true => LOCAL_PREFETCH_BYTES,
             false => PREFETCH_BYTES,
         });

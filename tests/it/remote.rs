@@ -564,3 +564,36 @@ async fn reference_sets_read_the_same_from_every_store() {
     .await;
     assert_eq!(got.unwrap(), want.unwrap());
 }
+
+/// The chunks of a reference set that lie side by side in one file are read together: over
+/// HTTP, the 8 chunks of `gen.json`'s `data` (16 bytes each, back to back in `gen.bin`) take
+/// fewer requests than chunks, and read as they do locally.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn neighbouring_references_in_one_file_are_read_in_fewer_requests() {
+    let s = servers();
+    let key = "references/gen.json";
+    let proxy = Proxy::start(s.http);
+    let (ctx, table) = {
+        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(1));
+        datafusion_zarr::register(&ctx);
+        let table = read_zarr(
+            &format!("http://127.0.0.1:{}/{key}", proxy.port),
+            "data",
+            &[],
+        );
+        (ctx, table)
+    };
+    let got = rows(&ctx, &format!("SELECT * FROM {table}")).await.unwrap();
+    let local = read_zarr(&location("file", &s, key), "data", &[]);
+    let want = rows(&ctx, &format!("SELECT * FROM {local}")).await.unwrap();
+    assert_eq!(got, want);
+    let gets = proxy
+        .take_log()
+        .iter()
+        .filter(|l| l.method == "GET" && l.target.ends_with("gen.bin"))
+        .count();
+    assert!(
+        (1..8).contains(&gets),
+        "{gets} requests for 8 chunks of gen.bin"
+    );
+}
