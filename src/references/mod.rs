@@ -99,16 +99,17 @@ pub(crate) async fn open(
     // Every URL resolved and checked before any byte of a file is read.
     let mut urls = Vec::with_capacity(parsed.targets.len());
     for (id, written) in parsed.targets.iter().enumerate() {
-        let key = first_key(&parsed.entries, id);
+        // The key an error names is looked for only when there is one (a scan of every key).
+        let key = || first_key(&parsed.entries, id);
         let url = resolve(&base, written).map_err(|e| {
             invalid(
-                &key,
+                &key(),
                 format!("its URL '{written}' is not a URL or path: {e}"),
             )
         })?;
         if !allowed.iter().any(|prefix| within(&url, prefix)) {
             return Err(invalid(
-                &key,
+                &key(),
                 format!(
                     "it reads {}, outside the places this reference set may read ({}); name its \
                      prefix in the option reference_targets",
