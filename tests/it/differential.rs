@@ -44,15 +44,17 @@ async fn string_columns(t: &Target) -> Vec<(String, Vec<String>)> {
     let Ok(batches) = df.collect().await else {
         return names.into_iter().map(|n| (n, Vec::new())).collect();
     };
+    // The partitions' batches come in any order: the samples are taken from the values sorted,
+    // so that the same seed draws the same queries on every run.
     names
         .into_iter()
         .map(|n| {
-            let values: Vec<String> = to_json(column(&batches, &n).as_ref())
+            let mut all: Vec<String> = to_json(column(&batches, &n).as_ref())
                 .into_iter()
                 .filter_map(|v| v.as_str().map(str::to_string))
-                .step_by(7)
-                .take(30)
                 .collect();
+            all.sort_unstable();
+            let values: Vec<String> = all.into_iter().step_by(7).take(30).collect();
             (n, values)
         })
         .collect()
